@@ -1,0 +1,8 @@
+#pragma once
+// Umbrella header: everything a user of agx includes.
+
+#include <agx/algorithm.hpp>
+#include <agx/allgather.hpp>
+#include <agx/bytes.hpp>
+#include <agx/error.hpp>
+#include <agx/options.hpp>

@@ -1,0 +1,200 @@
+#pragma once
+// agx::Allgather<T>: the typed front end. Checks spans and counts, turns elements
+// into bytes, and hands the call to libagx (bytes.hpp). Header-only.
+
+#include <mpi.h>
+
+#include <agx/bytes.hpp>
+#include <agx/error.hpp>
+#include <agx/options.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <ranges>
+#include <limits>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace agx {
+
+namespace detail {
+
+inline int comm_size(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
+  int n = 0;
+  if (MPI_Comm_size(comm, &n) != MPI_SUCCESS) throw Error(MPI_ERR_COMM, "agx: invalid communicator");
+  return n;
+}
+
+inline int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  if (MPI_Comm_rank(comm, &r) != MPI_SUCCESS) throw Error(MPI_ERR_COMM, "agx: invalid communicator");
+  return r;
+}
+
+/// count * elem_bytes, or an MPI_ERR_COUNT error when negative or overflowing.
+template <std::integral I>
+std::size_t checked_bytes(I count, std::size_t elem_bytes, const char* what, int index) {
+  if constexpr (std::is_signed_v<I>) {
+    if (count < 0)
+      throw Error(MPI_ERR_COUNT, std::string("agx: negative ") + what + " " +
+                                     std::to_string(count) + " at index " + std::to_string(index));
+  }
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(count), elem_bytes, &bytes) ||
+      bytes > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()))
+    throw Error(MPI_ERR_COUNT, std::string("agx: ") + what + " " + std::to_string(count) +
+                                   " at index " + std::to_string(index) +
+                                   " overflows the byte size");
+  return bytes;
+}
+
+template <class T>
+void check_not_null(std::span<T> s, const char* what) {
+  if (s.data() == nullptr && !s.empty())
+    throw Error(MPI_ERR_BUFFER, std::string("agx: ") + what + " buffer is null with " +
+                                    std::to_string(s.size()) + " elements");
+}
+
+template <class T>
+void check_no_overlap(std::span<const T> send, std::span<T> recv) {
+  if (send.empty() || recv.empty()) return;
+  const auto* s0 = reinterpret_cast<const std::byte*>(send.data());
+  const auto* r0 = reinterpret_cast<const std::byte*>(recv.data());
+  const auto* s1 = s0 + send.size_bytes();
+  const auto* r1 = r0 + recv.size_bytes();
+  if (s0 < r1 && r0 < s1)
+    throw Error(MPI_ERR_BUFFER,
+                "agx: send and receive buffers overlap; use the in-place call instead");
+}
+
+}  // namespace detail
+
+/// A contiguous range of integers: std::vector<int>, std::array<long, N>, std::span<const int>...
+template <class R>
+concept IntegralRange = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                        std::integral<std::ranges::range_value_t<R>>;
+
+/// Typed all-gather over an intra-communicator, for any trivially copyable T.
+/// Every call returns the algorithm that ran and throws agx::Error on bad input
+/// (before any communication) or on an MPI failure.
+template <class T>
+class Allgather {
+  static_assert(std::is_trivially_copyable_v<T>, "agx::Allgather<T> needs a trivially copyable T");
+
+ public:
+  explicit Allgather(MPI_Comm comm, Options options = {}) : comm_(comm), options_(options) {}
+
+  /// Out of place: every rank contributes `send`; `recv` receives N * send.size()
+  /// elements, rank i's block at i * send.size().
+  Algorithm operator()(std::span<const T> send, std::span<T> recv) const {
+    const int n = detail::comm_size(comm_);
+    detail::check_not_null(send, "send");
+    detail::check_not_null(recv, "receive");
+    const std::size_t block = detail::checked_bytes(send.size(), sizeof(T), "count", 0);
+    check_recv_size(recv, send.size(), n);
+    detail::check_no_overlap(send, recv);
+    return allgather_bytes(comm_, {send.data(), recv.data(), false}, Layout::uniform(n, block),
+                           options_);
+  }
+
+  /// In place: rank r's block (recv.size() / N elements) is already at its place.
+  Algorithm in_place(std::span<T> recv) const {
+    const int n = detail::comm_size(comm_);
+    detail::check_not_null(recv, "receive");
+    if (recv.size() % static_cast<std::size_t>(n) != 0)
+      throw Error(MPI_ERR_COUNT, "agx: in-place receive size " + std::to_string(recv.size()) +
+                                     " is not a multiple of the rank count " + std::to_string(n));
+    const std::size_t count = recv.size() / static_cast<std::size_t>(n);
+    const std::size_t block = detail::checked_bytes(count, sizeof(T), "count", 0);
+    return allgather_bytes(comm_, {nullptr, recv.data(), true}, Layout::uniform(n, block), options_);
+  }
+
+  /// The v form, out of place: rank i's counts[i] elements land at recv[displs[i]].
+  /// Counts may be 0, displacements in any order; elements between blocks are untouched.
+  template <IntegralRange C, IntegralRange D>
+  Algorithm v(std::span<const T> send, std::span<T> recv, const C& counts,
+              const D& displs) const {
+    detail::check_not_null(send, "send");
+    detail::check_not_null(recv, "receive");
+    VLayout vl = v_layout(recv, counts, displs);
+    const std::size_t own = vl.bytes[static_cast<std::size_t>(vl.rank)] / sizeof(T);
+    if (send.size() != own)
+      throw Error(MPI_ERR_COUNT, "agx: send has " + std::to_string(send.size()) +
+                                     " elements but counts[" + std::to_string(vl.rank) + "] is " +
+                                     std::to_string(own));
+    detail::check_no_overlap(send, recv);
+    return allgather_bytes(comm_, {send.data(), recv.data(), false},
+                           Layout::varying(vl.bytes, vl.offsets), options_);
+  }
+
+  /// The v form, in place: rank r's block is already at recv[displs[r]].
+  template <IntegralRange C, IntegralRange D>
+  Algorithm v_in_place(std::span<T> recv, const C& counts, const D& displs) const {
+    detail::check_not_null(recv, "receive");
+    VLayout vl = v_layout(recv, counts, displs);
+    return allgather_bytes(comm_, {nullptr, recv.data(), true},
+                           Layout::varying(vl.bytes, vl.offsets), options_);
+  }
+
+  MPI_Comm comm() const { return comm_; }
+  const Options& options() const { return options_; }
+
+ private:
+  struct VLayout {
+    int rank = 0;
+    std::vector<std::size_t> bytes, offsets;
+  };
+
+  static void check_recv_size(std::span<T> recv, std::size_t count, int n) {
+    std::size_t need = 0;
+    if (__builtin_mul_overflow(count, static_cast<std::size_t>(n), &need))
+      throw Error(MPI_ERR_COUNT, "agx: count * ranks overflows");
+    if (recv.size() < need)
+      throw Error(MPI_ERR_COUNT, "agx: receive buffer holds " + std::to_string(recv.size()) +
+                                     " elements, needs " + std::to_string(need) + " (" +
+                                     std::to_string(n) + " ranks x " + std::to_string(count) + ")");
+  }
+
+  template <IntegralRange C, IntegralRange D>
+  VLayout v_layout(std::span<T> recv, const C& counts, const D& displs) const {
+    const int n = detail::comm_size(comm_);
+    VLayout vl;
+    vl.rank = detail::comm_rank(comm_);
+    const std::size_t nc = std::ranges::size(counts), nd = std::ranges::size(displs);
+    if (nc != static_cast<std::size_t>(n) || nd != static_cast<std::size_t>(n))
+      throw Error(MPI_ERR_ARG, "agx: counts and displacements need " + std::to_string(n) +
+                                   " entries, got " + std::to_string(nc) + " and " +
+                                   std::to_string(nd));
+    vl.bytes.resize(nc);
+    vl.offsets.resize(nc);
+    const auto* c = std::ranges::data(counts);
+    const auto* d = std::ranges::data(displs);
+    for (int i = 0; i < n; ++i) {
+      const auto u = static_cast<std::size_t>(i);
+      const std::size_t count = detail::checked_bytes(c[u], 1, "count", i);
+      const std::size_t displ = detail::checked_bytes(d[u], 1, "displacement", i);
+      if (count > recv.size() || displ > recv.size() - count)
+        throw Error(MPI_ERR_ARG, "agx: block " + std::to_string(i) + " (displacement " +
+                                     std::to_string(displ) + ", count " + std::to_string(count) +
+                                     ") ends past the receive buffer of " +
+                                     std::to_string(recv.size()) + " elements");
+      vl.bytes[u] = detail::checked_bytes(count, sizeof(T), "count", i);
+      vl.offsets[u] = displ * sizeof(T);
+    }
+    return vl;
+  }
+
+  MPI_Comm comm_;
+  Options options_;
+};
+
+/// One-shot helpers with the same checks as Allgather<T>.
+template <class T>
+Algorithm allgather(MPI_Comm comm, std::span<const T> send, std::span<T> recv, Options o = {}) {
+  return Allgather<T>(comm, o)(send, recv);
+}
+
+}  // namespace agx

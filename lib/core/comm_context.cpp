@@ -1,0 +1,94 @@
+#include "core/comm_context.hpp"
+
+#include "core/mpi_check.hpp"
+#include "core/planner.hpp"
+
+#include <mutex>
+#include <set>
+
+namespace agx {
+namespace {
+
+std::mutex registry_mutex;
+std::set<MPI_Comm> live_comms;  // user communicators that carry a context
+int context_keyval = MPI_KEYVAL_INVALID;
+
+// Runs first thing in MPI_Finalize (attributes of MPI_COMM_SELF are deleted first):
+// releases the contexts of communicators the user never freed.
+int at_finalize(MPI_Comm, int, void*, void*) {
+  std::set<MPI_Comm> comms;
+  {
+    std::lock_guard lock(registry_mutex);
+    comms = live_comms;
+  }
+  for (MPI_Comm c : comms) MPI_Comm_delete_attr(c, context_keyval);
+  MPI_Comm_free_keyval(&context_keyval);
+  return MPI_SUCCESS;
+}
+
+int ensure_keyval() {
+  static const int keyval = [] {
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_context, &context_keyval,
+                                     nullptr),
+              "MPI_Comm_create_keyval");
+    int finalize_keyval = MPI_KEYVAL_INVALID;
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &finalize_keyval, nullptr),
+              "MPI_Comm_create_keyval");
+    check_mpi(MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr), "MPI_Comm_set_attr");
+    return context_keyval;
+  }();
+  return keyval;
+}
+
+}  // namespace
+
+int delete_context(MPI_Comm user_comm, int, void* attr, void*) {
+  {
+    std::lock_guard lock(registry_mutex);
+    live_comms.erase(user_comm);
+  }
+  delete static_cast<CommContext*>(attr);
+  return MPI_SUCCESS;
+}
+
+CommContext& CommContext::of(MPI_Comm user_comm) {
+  if (user_comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
+  const int keyval = ensure_keyval();
+  void* attr = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(user_comm, keyval, &attr, &found), "MPI_Comm_get_attr");
+  if (found) return *static_cast<CommContext*>(attr);
+  int inter = 0;
+  check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
+  if (inter) throw Error(MPI_ERR_COMM, "agx: inter-communicators are not supported");
+  auto* ctx = new CommContext(user_comm);
+  check_mpi(MPI_Comm_set_attr(user_comm, keyval, ctx), "MPI_Comm_set_attr");
+  std::lock_guard lock(registry_mutex);
+  live_comms.insert(user_comm);
+  return *ctx;
+}
+
+CommContext::CommContext(MPI_Comm user_comm) {
+  check_mpi(MPI_Comm_dup(user_comm, &comm_), "MPI_Comm_dup");
+  // agx reports failures itself; its private communicator must never abort.
+  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+}
+
+CommContext::~CommContext() {
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+const Schedule& CommContext::schedule(Algorithm a) {
+  auto& slot = schedules_[static_cast<std::size_t>(a)];
+  if (!slot) slot = planner_for(a).plan({size_, rank_});
+  return *slot;
+}
+
+int CommContext::next_tag() {
+  constexpr unsigned tag_range = 32768;  // MPI guarantees MPI_TAG_UB >= 32767
+  return static_cast<int>(sequence_++ % tag_range);
+}
+
+}  // namespace agx

@@ -1,0 +1,54 @@
+#pragma once
+// Per-communicator state, cached as an MPI attribute on the user's communicator:
+// a private duplicate for agx's own messages (user traffic can never match them),
+// cached schedules, and the tag sequence. Freed with the communicator, and at
+// MPI_Finalize for communicators still alive then.
+
+#include <mpi.h>
+
+#include <agx/algorithm.hpp>
+
+#include "core/schedule.hpp"
+
+#include <array>
+#include <optional>
+
+namespace agx {
+
+/// The attribute delete callback (MPI calls it when the user's communicator is freed).
+int delete_context(MPI_Comm user_comm, int keyval, void* attr, void* extra);
+
+class CommContext {
+ public:
+  /// The context of an intra-communicator, created on first use (collective then:
+  /// it duplicates the communicator). Throws agx::Error for null or inter-communicators.
+  static CommContext& of(MPI_Comm user_comm);
+
+  ~CommContext();
+  CommContext(const CommContext&) = delete;
+  CommContext& operator=(const CommContext&) = delete;
+
+  MPI_Comm comm() const { return comm_; }
+  int size() const { return size_; }
+  int rank() const { return rank_; }
+
+  /// The schedule of this rank for a concrete algorithm, planned once.
+  const Schedule& schedule(Algorithm a);
+
+  /// A fresh tag for the next collective on this communicator (same on every rank,
+  /// since collectives are called in the same order everywhere).
+  int next_tag();
+
+ private:
+  explicit CommContext(MPI_Comm user_comm);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int size_ = 0;
+  int rank_ = 0;
+  unsigned sequence_ = 0;
+  std::array<std::optional<Schedule>, algorithm_table.size()> schedules_;
+
+  friend int delete_context(MPI_Comm, int, void*, void*);
+};
+
+}  // namespace agx

@@ -1,0 +1,110 @@
+#include "core/executor.hpp"
+
+#include "core/mpi_check.hpp"
+
+#include <cstring>
+
+namespace agx {
+
+Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout,
+                     MPI_Comm comm, int tag, std::size_t max_message_bytes)
+    : schedule_(schedule),
+      buffers_(buffers),
+      layout_(layout),
+      comm_(comm),
+      tag_(tag),
+      max_message_bytes_(max_message_bytes) {}
+
+Execution::~Execution() {
+  for (MPI_Datatype& t : types_) MPI_Type_free(&t);
+}
+
+void Execution::start() {
+  round_ = 0;
+  if (!schedule_.rounds.empty()) post_round();
+  // The own block travels from the send buffer, so this copy overlaps round 0.
+  const std::size_t own = layout_.bytes(schedule_.rank);
+  if (!buffers_.in_place && own > 0)
+    std::memcpy(static_cast<std::byte*>(buffers_.recv) + layout_.offset(schedule_.rank),
+                buffers_.send, own);
+}
+
+bool Execution::test() {
+  while (round_ < schedule_.rounds.size()) {
+    int done = 0;
+    check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    if (!done) return false;
+    end_round();
+  }
+  return true;
+}
+
+void Execution::wait() {
+  while (round_ < schedule_.rounds.size()) {
+    check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
+                          MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+    end_round();
+  }
+}
+
+void Execution::end_round() {
+  requests_.clear();
+  for (MPI_Datatype& t : types_) MPI_Type_free(&t);
+  types_.clear();
+  if (++round_ < schedule_.rounds.size()) post_round();
+}
+
+void Execution::post_round() {
+  const Round& round = schedule_.rounds[round_];
+  // Receives first, so that eager sends find a posted buffer.
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool is_send = pass == 1;
+    for (const Transfer& t : is_send ? round.sends : round.recvs) {
+      plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_);
+      for (std::size_t i = 0; i < message_.pieces(); ++i) {
+        const std::size_t b = message_.piece_begin[i], e = message_.piece_begin[i + 1];
+        post(is_send, t.peer, message_.segments.data() + b, e - b);
+      }
+    }
+  }
+}
+
+void Execution::post(bool is_send, int peer, const Segment* segments, std::size_t count) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  void* base = segments[0].ptr;
+  int n = static_cast<int>(segments[0].bytes);
+  MPI_Datatype type = MPI_BYTE;
+  if (count > 1) {  // several memory pieces in one message: describe them with a datatype
+    lengths_.resize(count);
+    addresses_.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      lengths_[i] = static_cast<int>(segments[i].bytes);
+      check_mpi(MPI_Get_address(segments[i].ptr, &addresses_[i]), "MPI_Get_address");
+    }
+    check_mpi(MPI_Type_create_hindexed(static_cast<int>(count), lengths_.data(), addresses_.data(),
+                                       MPI_BYTE, &type),
+              "MPI_Type_create_hindexed");
+    types_.push_back(type);  // freed at the end of the round, even if commit fails
+    check_mpi(MPI_Type_commit(&types_.back()), "MPI_Type_commit");
+    type = types_.back();
+    base = MPI_BOTTOM;
+    n = 1;
+  }
+  if (is_send)
+    check_mpi(MPI_Isend(base, n, type, peer, tag_, comm_, &request), "MPI_Isend");
+  else
+    check_mpi(MPI_Irecv(base, n, type, peer, tag_, comm_, &request), "MPI_Irecv");
+  requests_.push_back(request);
+}
+
+void execute(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
+             int tag, std::size_t max_message_bytes) {
+  Execution e(schedule, buffers, layout, comm, tag, max_message_bytes);
+  e.start();
+  e.wait();
+}
+
+}  // namespace agx

@@ -1,0 +1,55 @@
+#pragma once
+// The MPI point-to-point executor: runs one rank's schedule on host memory.
+// It is a resumable state machine: start() posts round 0, test() advances without
+// blocking, wait() blocks until done. Blocking calls use start() + wait().
+
+#include <mpi.h>
+
+#include <agx/bytes.hpp>
+
+#include "core/message.hpp"
+#include "core/schedule.hpp"
+
+#include <vector>
+
+namespace agx {
+
+class Execution {
+ public:
+  Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
+            int tag, std::size_t max_message_bytes);
+  ~Execution();
+  Execution(const Execution&) = delete;
+  Execution& operator=(const Execution&) = delete;
+
+  /// Copies the own block into place (out of place) and posts the first round.
+  void start();
+  /// Advances as far as possible without blocking; true once every round is done.
+  bool test();
+  /// Blocks until every round is done.
+  void wait();
+
+ private:
+  void post_round();
+  void end_round();
+  void post(bool is_send, int peer, const Segment* segments, std::size_t count);
+
+  const Schedule& schedule_;
+  Buffers buffers_;
+  Layout layout_;
+  MPI_Comm comm_;
+  int tag_;
+  std::size_t max_message_bytes_;
+  std::size_t round_ = 0;
+  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Datatype> types_;
+  MessagePlan message_;
+  std::vector<int> lengths_;
+  std::vector<MPI_Aint> addresses_;
+};
+
+/// Runs `schedule` to completion (blocking).
+void execute(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
+             int tag, std::size_t max_message_bytes);
+
+}  // namespace agx

@@ -1,0 +1,100 @@
+#include "core/validator.hpp"
+
+#include <unordered_map>
+#include <sstream>
+#include <utility>
+
+namespace agx {
+namespace {
+
+std::vector<int> expand(const std::vector<BlockSpan>& spans) {
+  std::vector<int> blocks;
+  for (const auto& s : spans)
+    for (int b = s.first; b < s.first + s.count; ++b) blocks.push_back(b);
+  return blocks;
+}
+
+// Messages sent from src to dst in one round, received in order.
+struct Queue {
+  std::vector<std::vector<int>> messages;
+  std::size_t next = 0;
+};
+
+std::string where(std::size_t round, int rank) {
+  std::ostringstream os;
+  os << "round " << round << ", rank " << rank << ": ";
+  return os.str();
+}
+
+}  // namespace
+
+std::string validate(const std::vector<Schedule>& per_rank) {
+  const int n = static_cast<int>(per_rank.size());
+  std::size_t nrounds = 0;
+  for (int r = 0; r < n; ++r) {
+    if (per_rank[r].nranks != n || per_rank[r].rank != r)
+      return "schedule " + std::to_string(r) + " is planned for another rank or size";
+    nrounds = std::max(nrounds, per_rank[r].rounds.size());
+  }
+  // held[r][b]: rank r holds block b.
+  std::vector<std::vector<char>> held(n, std::vector<char>(n, 0));
+  for (int r = 0; r < n; ++r) held[r][r] = 1;
+
+  for (std::size_t k = 0; k < nrounds; ++k) {
+    std::unordered_map<long long, Queue> in_flight;  // key src * n + dst
+    auto key = [n](int src, int dst) { return static_cast<long long>(src) * n + dst; };
+    for (int r = 0; r < n; ++r) {
+      if (k >= per_rank[r].rounds.size()) continue;
+      for (const Transfer& t : per_rank[r].rounds[k].sends) {
+        if (t.peer < 0 || t.peer >= n || t.peer == r)
+          return where(k, r) + "sends to invalid peer " + std::to_string(t.peer);
+        std::vector<int> blocks = expand(t.blocks);
+        for (int b : blocks)
+          if (b < 0 || b >= n || !held[r][b])
+            return where(k, r) + "sends block " + std::to_string(b) + " it does not hold";
+        in_flight[key(r, t.peer)].messages.push_back(std::move(blocks));
+      }
+    }
+    std::vector<std::pair<int, int>> arrivals;  // (rank, block), applied after the round
+    for (int r = 0; r < n; ++r) {
+      if (k >= per_rank[r].rounds.size()) continue;
+      for (const Transfer& t : per_rank[r].rounds[k].recvs) {
+        if (t.peer < 0 || t.peer >= n || t.peer == r)
+          return where(k, r) + "receives from invalid peer " + std::to_string(t.peer);
+        Queue& queue = in_flight[key(t.peer, r)];
+        if (queue.next == queue.messages.size())
+          return where(k, r) + "receives from " + std::to_string(t.peer) + " which sends nothing";
+        std::vector<int> blocks = expand(t.blocks);
+        if (queue.messages[queue.next++] != blocks)
+          return where(k, r) + "receive from " + std::to_string(t.peer) +
+                 " does not match the blocks sent";
+        for (int b : blocks) {
+          if (held[r][b]) return where(k, r) + "receives block " + std::to_string(b) + " twice";
+          arrivals.emplace_back(r, b);
+        }
+      }
+    }
+    for (const auto& [k2, queue] : in_flight)
+      if (queue.next != queue.messages.size())
+        return where(k, static_cast<int>(k2 / n)) + "send to " + std::to_string(k2 % n) +
+               " is never received";
+    for (const auto& [r, b] : arrivals) {
+      if (held[r][b]) return where(k, r) + "receives block " + std::to_string(b) + " twice";
+      held[r][b] = 1;
+    }
+  }
+  for (int r = 0; r < n; ++r)
+    for (int b = 0; b < n; ++b)
+      if (!held[r][b])
+        return "rank " + std::to_string(r) + " ends without block " + std::to_string(b);
+  return {};
+}
+
+std::string validate(const Planner& planner, int nranks) {
+  std::vector<Schedule> per_rank;
+  per_rank.reserve(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) per_rank.push_back(planner.plan({nranks, r}));
+  return validate(per_rank);
+}
+
+}  // namespace agx
