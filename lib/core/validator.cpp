@@ -98,3 +98,60 @@ std::string validate(const Planner& planner, int nranks) {
 }
 
 }  // namespace agx
+
+#include "core/message.hpp"
+
+namespace agx {
+
+std::string validate_messages(const std::vector<Schedule>& per_rank, const Layout& layout,
+                              std::size_t max_message_bytes) {
+  const int n = static_cast<int>(per_rank.size());
+  std::size_t extent = 1;
+  for (int b = 0; b < n; ++b) extent = std::max(extent, layout.offset(b) + layout.bytes(b));
+  std::vector<std::byte> memory(extent);
+  const Buffers buffers{nullptr, memory.data(), true};
+
+  auto sizes = [&](const Transfer& t, int rank) {
+    MessagePlan m;
+    plan_message(t, rank, buffers, layout, max_message_bytes, m);
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < m.pieces(); ++i) {
+      std::size_t bytes = 0;
+      for (std::size_t s = m.piece_begin[i]; s < m.piece_begin[i + 1]; ++s) bytes += m.segments[s].bytes;
+      out.push_back(bytes);
+    }
+    return out;
+  };
+  for (int r = 0; r < n; ++r) {
+    for (std::size_t k = 0; k < per_rank[r].rounds.size(); ++k) {
+      for (const Transfer& send : per_rank[r].rounds[k].sends) {
+        const std::vector<std::size_t> sent = sizes(send, r);
+        std::size_t expected_total = 0;
+        for (const auto& span : send.blocks)
+          for (int b = span.first; b < span.first + span.count; ++b) expected_total += layout.bytes(b);
+        std::size_t total = 0;
+        for (std::size_t bytes : sent) {
+          if (bytes == 0 || bytes > max_message_bytes)
+            return where(k, r) + "message of " + std::to_string(bytes) + " bytes";
+          total += bytes;
+        }
+        if (total != expected_total) return where(k, r) + "messages do not add up to the blocks";
+        // The matching receive: the first one of the peer in this round from r with the same blocks.
+        const int peer = send.peer;
+        bool matched = false;
+        if (k >= per_rank[peer].rounds.size()) return where(k, r) + "peer has no such round";
+        for (const Transfer& recv : per_rank[peer].rounds[k].recvs) {
+          if (recv.peer != r || expand(recv.blocks) != expand(send.blocks)) continue;
+          if (sizes(recv, peer) != sent)
+            return where(k, r) + "send to " + std::to_string(peer) + " is cut unlike its receive";
+          matched = true;
+          break;
+        }
+        if (!matched) return where(k, r) + "send to " + std::to_string(peer) + " has no receive";
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace agx

@@ -1,6 +1,8 @@
 #pragma once
 // The validator: a symbolic run of all N ranks' schedules in one process, no MPI.
 
+#include <agx/bytes.hpp>
+
 #include "core/planner.hpp"
 #include "core/schedule.hpp"
 
@@ -17,5 +19,15 @@ std::string validate(const std::vector<Schedule>& per_rank);
 
 /// Plans `planner` for every rank of `nranks` and validates the result.
 std::string validate(const Planner& planner, int nranks);
+
+}  // namespace agx
+
+namespace agx {
+
+/// Checks the byte level of correct schedules under a layout: for every transfer the
+/// sender and the receiver cut the same number of MPI messages of the same sizes, no
+/// message exceeds max_message_bytes, and zero-byte transfers send nothing.
+std::string validate_messages(const std::vector<Schedule>& per_rank, const Layout& layout,
+                              std::size_t max_message_bytes);
 
 }  // namespace agx

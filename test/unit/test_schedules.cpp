@@ -1,0 +1,154 @@
+// Every algorithm's schedule, validated symbolically for many rank counts: no MPI.
+
+#include <catch2/catch.hpp>
+
+#include "core/message.hpp"
+#include "core/planner.hpp"
+#include "core/validator.hpp"
+
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace agx;
+
+namespace {
+
+std::vector<int> rank_counts() {
+  std::vector<int> ns;
+  for (int n = 1; n <= 64; ++n) ns.push_back(n);
+  for (int n : {100, 127, 128, 255, 256, 1000, 1024}) ns.push_back(n);
+  return ns;
+}
+
+std::vector<Schedule> plan_all(const Planner& p, int n) {
+  std::vector<Schedule> s;
+  for (int r = 0; r < n; ++r) s.push_back(p.plan({n, r}));
+  return s;
+}
+
+// Block sizes: equal, uneven with zeros, one huge block; offsets in reverse order with gaps.
+std::vector<std::size_t> sizes_for(int n, int pattern) {
+  std::vector<std::size_t> bytes(static_cast<std::size_t>(n));
+  std::mt19937 rng(static_cast<unsigned>(n * 7 + pattern));
+  for (int i = 0; i < n; ++i) {
+    switch (pattern) {
+      case 0: bytes[i] = 24; break;
+      case 1: bytes[i] = (i % 3 == 1) ? 0 : rng() % 50; break;
+      case 2: bytes[i] = (i == n / 2) ? 5000 : 0; break;
+      default: bytes[i] = 0;
+    }
+  }
+  return bytes;
+}
+
+std::vector<std::size_t> reversed_offsets(const std::vector<std::size_t>& bytes) {
+  std::vector<std::size_t> offsets(bytes.size());
+  std::size_t at = 3;
+  for (std::size_t i = bytes.size(); i-- > 0;) {
+    offsets[i] = at;
+    at += bytes[i] + 3;  // gaps between blocks
+  }
+  return offsets;
+}
+
+}  // namespace
+
+TEST_CASE("every algorithm's schedule is a correct all-gather", "[validator]") {
+  for (const Planner* p : all_planners()) {
+    const std::string name(to_string(p->id()));
+    for (int n : rank_counts()) {
+      if (!p->unsupported_reason({n, 0}).empty()) continue;
+      INFO(name << " at N=" << n);
+      REQUIRE(validate(*p, n) == "");
+    }
+  }
+}
+
+TEST_CASE("schedules cut the same messages on both sides for any block sizes", "[validator]") {
+  for (const Planner* p : all_planners()) {
+    for (int n : {1, 2, 3, 5, 8, 13, 33, 64, 100}) {
+      const auto schedules = plan_all(*p, n);
+      for (int pattern = 0; pattern < 4; ++pattern) {
+        const auto bytes = sizes_for(n, pattern);
+        const auto offsets = reversed_offsets(bytes);
+        for (std::size_t max_bytes : {std::size_t{7}, std::size_t{64}, std::size_t{1} << 30}) {
+          INFO(to_string(p->id()) << " N=" << n << " pattern=" << pattern << " max=" << max_bytes);
+          REQUIRE(validate_messages(schedules, Layout::varying(bytes, offsets), max_bytes) == "");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("round counts match the documented formulas", "[planner]") {
+  auto rounds = [](Algorithm a, int n) { return planner_for(a).plan({n, 0}).rounds.size(); };
+  auto log2ceil = [](int n) { std::size_t k = 0; while ((1 << k) < n) ++k; return k; };
+  for (int n : {2, 3, 4, 7, 8, 16, 17, 100}) {
+    CHECK(rounds(Algorithm::ring, n) == static_cast<std::size_t>(n - 1));
+    CHECK(rounds(Algorithm::direct, n) == 1);
+    CHECK(rounds(Algorithm::bruck, n) == log2ceil(n));
+    const bool pow2 = (n & (n - 1)) == 0;
+    CHECK(rounds(Algorithm::recursive_doubling, n) == (pow2 ? log2ceil(n) : log2ceil(n) - 1 + 2));
+    CHECK(rounds(Algorithm::neighbor_exchange, n) ==
+          static_cast<std::size_t>(n % 2 == 0 ? n / 2 : (n - 1) / 2 + 2));
+  }
+}
+
+TEST_CASE("the validator rejects broken schedules", "[validator]") {
+  const int n = 6;
+  SECTION("a rank sends a block it does not hold") {
+    auto s = plan_all(ring_planner(), n);
+    s[2].rounds[0].sends[0].blocks[0].first = 4;
+    s[3].rounds[0].recvs[0].blocks[0].first = 4;
+    CHECK_THAT(validate(s), Catch::Contains("does not hold"));
+  }
+  SECTION("a receive is dropped") {
+    auto s = plan_all(bruck_planner(), n);
+    s[1].rounds[1].recvs.clear();
+    CHECK_THAT(validate(s), Catch::Contains("never received"));
+  }
+  SECTION("a receive expects other blocks") {
+    auto s = plan_all(recursive_doubling_planner(), 8);
+    s[5].rounds[2].recvs[0].blocks[0].count = 1;
+    CHECK_THAT(validate(s), Catch::Contains("does not match"));
+  }
+  SECTION("a rank never gets a block") {
+    auto s = plan_all(ring_planner(), n);
+    s[0].rounds.back().recvs.clear();
+    s[n - 1].rounds.back().sends.clear();
+    CHECK_THAT(validate(s), Catch::Contains("ends without block"));
+  }
+  SECTION("a block arrives twice") {
+    auto s = plan_all(direct_planner(), 3);
+    // rank 1 also forwards block 1 to rank 0 in a second round, where 0 already has it.
+    Round extra;
+    add_send(extra, 0, {{1, 1}});
+    s[1].rounds.push_back(extra);
+    Round extra_recv;
+    add_recv(extra_recv, 1, {{1, 1}});
+    s[0].rounds.push_back(extra_recv);
+    CHECK_THAT(validate(s), Catch::Contains("twice"));
+  }
+}
+
+TEST_CASE("messages split at the limit and merge adjacent blocks", "[message]") {
+  std::vector<std::byte> recv(100), send(10);
+  const Layout layout = Layout::uniform(4, 10);
+  const Buffers buffers{send.data(), recv.data(), false};
+  MessagePlan m;
+  // Blocks 1..3 are adjacent in recv: one segment; rank 2's own block comes from `send`.
+  plan_message({0, {{0, 2}}}, 3, buffers, layout, 1 << 20, m);
+  REQUIRE(m.pieces() == 1);
+  REQUIRE(m.segments.size() == 1);
+  CHECK(m.segments[0].bytes == 20);
+  plan_message({0, {{1, 3}}}, 2, buffers, layout, 1 << 20, m);
+  REQUIRE(m.segments.size() == 3);  // recv[10..20), send[0..10), recv[30..40)
+  CHECK(m.segments[1].ptr == send.data());
+  plan_message({0, {{0, 4}}}, 9, buffers, layout, 15, m);
+  REQUIRE(m.pieces() == 3);  // 40 bytes in pieces of 15, 15, 10
+  CHECK(m.segments.size() == 3);
+  CHECK(m.segments[2].bytes == 10);
+  plan_message({0, {{0, 4}}}, 9, buffers, Layout::uniform(4, 0), 15, m);
+  CHECK(m.pieces() == 0);
+}
