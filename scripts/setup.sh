@@ -15,12 +15,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# Installing MPICH must not switch the system MPI away from Open MPI.
-if command -v update-alternatives >/dev/null && [ -e /usr/bin/mpicc.openmpi ]; then
-  current=$(readlink -f /etc/alternatives/mpi 2>/dev/null || true)
-  case "$current" in *openmpi*) ;; *)
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-    $SUDO update-alternatives --set mpi /usr/bin/mpicc.openmpi >/dev/null
-    $SUDO update-alternatives --set mpirun /usr/bin/mpirun.openmpi >/dev/null ;;
-  esac
-fi
+# agx names each MPI explicitly (ompi-c / mpich pkg-config, mpirun.openmpi, mpiexec.mpich),
+# so the system MPI alternatives are left as they are.
