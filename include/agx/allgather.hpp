@@ -176,12 +176,12 @@ class Allgather {
       const auto u = static_cast<std::size_t>(i);
       const std::size_t count = detail::checked_bytes(c[u], 1, "count", i);
       const std::size_t displ = detail::checked_bytes(d[u], 1, "displacement", i);
+      vl.bytes[u] = detail::checked_bytes(count, sizeof(T), "count", i);
       if (count > recv.size() || displ > recv.size() - count)
         throw Error(MPI_ERR_ARG, "agx: block " + std::to_string(i) + " (displacement " +
                                      std::to_string(displ) + ", count " + std::to_string(count) +
                                      ") ends past the receive buffer of " +
                                      std::to_string(recv.size()) + " elements");
-      vl.bytes[u] = detail::checked_bytes(count, sizeof(T), "count", i);
       vl.offsets[u] = displ * sizeof(T);
     }
     return vl;

@@ -1,0 +1,322 @@
+// The MPI test matrix of the C++ API, run by `meson test` at many rank counts.
+//
+// For every communicator (world, reversed order, split in two), every algorithm forced
+// by name plus auto, element types of 1, 4, 8, 12 and 16 bytes, counts {0, 1, 7, 1024,
+// 131075}, in place and out of place, regular and v form (uneven with zeros, one big
+// block; displacements in reverse order with gaps), the result is checked byte for byte
+// against an analytic pattern, guard bytes and gaps must stay untouched, and regular
+// results are cross-checked against the MPI library's own MPI_Allgather.
+// Also: bad input is rejected with the right error class before any communication,
+// calls back to back and interleaved on two communicators.
+//
+// Options: --quick (smaller matrix for oversubscribed runs), --expect-algo NAME (auto
+// calls must run NAME: used with AGX_ALGO), --expect-bad-algo (AGX_ALGO is invalid).
+
+#include <agx/agx.hpp>
+
+#include "pattern.hpp"
+
+#include <climits>
+#include <complex>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+using agx::Algorithm;
+using namespace agx_test;
+
+namespace {
+
+struct Vec3 {
+  float x, y, z;
+};
+static_assert(sizeof(Vec3) == 12);
+
+int world_rank = 0;
+long passed = 0, failed = 0;
+unsigned salt_counter = 1;
+std::optional<Algorithm> expect_auto;
+
+struct Context {
+  MPI_Comm comm;
+  const char* comm_name;
+  Algorithm algo;
+  const char* type_name;
+  std::size_t count;
+  bool in_place;
+  const char* form;
+};
+
+void report(const Context& c, int n, const std::string& what) {
+  ++failed;
+  if (failed > 20) return;  // enough to diagnose
+  std::fprintf(stderr,
+               "FAIL world rank %d: algorithm=%s N=%d comm=%s type=%s count=%zu %s form=%s: %s\n",
+               world_rank, std::string(agx::to_string(c.algo)).c_str(), n, c.comm_name,
+               c.type_name, c.count, c.in_place ? "in-place" : "out-of-place", c.form, what.c_str());
+}
+
+// Compares `got` with the expected image: blocks at their displacements, sentinel elsewhere.
+bool check_image(const Context& c, int n, Guarded& recv, const std::vector<std::size_t>& counts,
+                 const std::vector<std::size_t>& displs, std::size_t elem, unsigned salt) {
+  std::vector<unsigned char> want(recv.size(), sentinel);
+  for (int b = 0; b < n; ++b)
+    fill(reinterpret_cast<std::byte*>(want.data()) + displs[b] * elem, salt, b, counts[b], elem);
+  long where = 0;
+  if (!recv.guards_intact(where)) {
+    report(c, n, "guard byte changed at byte offset " + std::to_string(where));
+    return false;
+  }
+  if (std::memcmp(want.data(), recv.data(), want.size()) == 0) return true;
+  std::size_t i = 0;
+  while (static_cast<unsigned char>(recv.data()[i]) == want[i]) ++i;
+  std::string owner = "a gap";
+  for (int b = 0; b < n; ++b)
+    if (i >= displs[b] * elem && i < (displs[b] + counts[b]) * elem)
+      owner = "block " + std::to_string(b) + " element " + std::to_string(i / elem - displs[b]);
+  report(c, n, "first mismatch at element index " + std::to_string(i / elem) + " (byte " +
+                   std::to_string(i) + ", in " + owner + ")");
+  return false;
+}
+
+bool check_algorithm(const Context& c, int n, Algorithm used) {
+  const Algorithm want = c.algo == Algorithm::automatic ? expect_auto.value_or(used) : c.algo;
+  if (used == want) return true;
+  report(c, n, "ran " + std::string(agx::to_string(used)) + " instead of " +
+                   std::string(agx::to_string(want)));
+  return false;
+}
+
+template <class T>
+void run_regular(Context c) {
+  int n = 0, r = 0;
+  MPI_Comm_size(c.comm, &n);
+  MPI_Comm_rank(c.comm, &r);
+  const unsigned salt = salt_counter++;
+  const std::size_t elem = sizeof(T), count = c.count;
+  Guarded recv(n * count * elem);
+  std::vector<T> send(count);
+  fill(reinterpret_cast<std::byte*>(send.data()), salt, r, count, elem);
+  std::span<T> out(reinterpret_cast<T*>(recv.data()), n * count);
+  if (c.in_place) std::memcpy(recv.data() + r * count * elem, send.data(), count * elem);
+  agx::Allgather<T> gather(c.comm, {c.algo});
+  try {
+    const Algorithm used = c.in_place ? gather.in_place(out) : gather(send, out);
+    std::vector<std::size_t> counts(n, count), displs(n);
+    for (int b = 0; b < n; ++b) displs[b] = b * count;
+    if (check_algorithm(c, n, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
+  } catch (const agx::Error& e) {
+    report(c, n, std::string("threw: ") + e.what());
+    return;
+  }
+  // Cross-check with the MPI library's own all-gather on the same input.
+  if (!c.in_place && std::is_same_v<T, double> && count * elem * n <= INT_MAX) {
+    std::vector<unsigned char> ref(n * count * elem);
+    MPI_Allgather(send.data(), static_cast<int>(count * elem), MPI_BYTE, ref.data(),
+                  static_cast<int>(count * elem), MPI_BYTE, c.comm);
+    if (std::memcmp(ref.data(), recv.data(), ref.size()) != 0) report(c, n, "differs from MPI_Allgather");
+    else ++passed;
+  }
+}
+
+template <class T>
+void run_v(Context c, bool one_big) {
+  int n = 0, r = 0;
+  MPI_Comm_size(c.comm, &n);
+  MPI_Comm_rank(c.comm, &r);
+  const unsigned salt = salt_counter++;
+  const std::size_t elem = sizeof(T);
+  std::vector<std::size_t> counts(n), displs(n);
+  for (int b = 0; b < n; ++b) {
+    if (one_big) counts[b] = b == n / 2 ? 3 * c.count : (b % 2 ? 0 : std::min<std::size_t>(c.count, 1));
+    else counts[b] = (b % 3 == 1 || c.count == 0) ? 0 : c.count + b;
+  }
+  std::size_t at = 2;  // reverse order, gaps of 3 elements
+  for (int b = n - 1; b >= 0; --b) {
+    displs[b] = at;
+    at += counts[b] + 3;
+  }
+  Guarded recv(at * elem);
+  std::vector<T> send(counts[r]);
+  fill(reinterpret_cast<std::byte*>(send.data()), salt, r, counts[r], elem);
+  if (c.in_place) std::memcpy(recv.data() + displs[r] * elem, send.data(), counts[r] * elem);
+  std::span<T> out(reinterpret_cast<T*>(recv.data()), at);
+  agx::Allgather<T> gather(c.comm, {c.algo});
+  std::vector<long long> icounts(counts.begin(), counts.end());
+  std::vector<int> idispls(displs.begin(), displs.end());
+  try {
+    const Algorithm used = c.in_place ? gather.v_in_place(out, icounts, idispls)
+                                      : gather.v(send, out, icounts, idispls);
+    if (check_algorithm(c, n, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
+  } catch (const agx::Error& e) {
+    report(c, n, std::string("threw: ") + e.what());
+  }
+}
+
+template <class T>
+void run_type(MPI_Comm comm, const char* comm_name, Algorithm algo, const char* type_name,
+              bool quick) {
+  for (std::size_t count : {0, 1, 7, 1024, 131075}) {
+    if (count == 131075 && (quick || (sizeof(T) != 1 && sizeof(T) != 12))) continue;
+    for (bool in_place : {false, true}) {
+      Context c{comm, comm_name, algo, type_name, count, in_place, "regular"};
+      run_regular<T>(c);
+      c.form = "v-uneven";
+      run_v<T>(c, false);
+      if (count <= 1024) {
+        c.form = "v-one-big";
+        run_v<T>(c, true);
+      }
+    }
+  }
+}
+
+void run_matrix(MPI_Comm comm, const char* comm_name, bool quick) {
+  for (const auto& entry : agx::algorithm_table) {
+    run_type<unsigned char>(comm, comm_name, entry.id, "uint8", quick);
+    run_type<float>(comm, comm_name, entry.id, "float", quick);
+    run_type<double>(comm, comm_name, entry.id, "double", quick);
+    run_type<Vec3>(comm, comm_name, entry.id, "vec3", quick);
+    if (!quick) run_type<std::complex<double>>(comm, comm_name, entry.id, "complex<double>", quick);
+  }
+}
+
+// Two communicators used alternately: world, then the split half, then world again.
+void run_interleaved(MPI_Comm a, MPI_Comm b) {
+  for (const auto& entry : agx::algorithm_table)
+    for (std::size_t count : {1, 1000}) {
+      Context ca{a, "world(interleaved)", entry.id, "int", count, false, "regular"};
+      Context cb{b, "split(interleaved)", entry.id, "int", count, false, "regular"};
+      run_regular<int>(ca);
+      run_regular<int>(cb);
+      run_regular<int>(ca);
+      ca.in_place = cb.in_place = true;
+      run_regular<int>(cb);
+      run_regular<int>(ca);
+    }
+}
+
+// Bad input: an agx::Error of the right class on every rank, nothing written to recv.
+void run_errors() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const auto un = static_cast<std::size_t>(n);
+  agx::Allgather<int> gather(MPI_COMM_WORLD);
+  std::vector<int> send(4, 7);
+  std::vector<int> recv(4 * un + 8, -1);
+  auto expect = [&](const char* what, int want_class, auto&& call) {
+    std::fill(recv.begin(), recv.end(), -1);
+    Context c{MPI_COMM_WORLD, "world", Algorithm::automatic, "int", 4, false, what};
+    try {
+      call();
+      report(c, n, "was accepted");
+      return;
+    } catch (const agx::Error& e) {
+      if (e.error_class() != want_class) {
+        report(c, n, "error class " + std::to_string(e.error_class()) + " (" + e.what() + ")");
+        return;
+      }
+    }
+    for (int v : recv)
+      if (v != -1) { report(c, n, "wrote to the receive buffer"); return; }
+    ++passed;
+  };
+  std::span<int> all(recv);
+  expect("recv-too-small", MPI_ERR_COUNT, [&] { gather(send, all.first(4 * un - 1)); });
+  expect("null-send", MPI_ERR_BUFFER, [&] { gather(std::span<const int>(static_cast<const int*>(nullptr), 4), all); });
+  expect("null-recv", MPI_ERR_BUFFER, [&] { gather(send, std::span<int>(static_cast<int*>(nullptr), 4 * un)); });
+  expect("overlap", MPI_ERR_BUFFER, [&] { gather(all.subspan(2, 4), all.first(4 * un)); });
+  if (n > 1) expect("in-place-size", MPI_ERR_COUNT, [&] { gather.in_place(all.first(4 * un + 1)); });
+  std::vector<int> counts(un, 4), displs(un);
+  std::iota(displs.begin(), displs.end(), 0);
+  for (auto& d : displs) d *= 4;
+  expect("v-negative-count", MPI_ERR_COUNT, [&] {
+    auto bad = counts;
+    bad[un - 1] = -1;
+    gather.v(send, all, bad, displs);
+  });
+  expect("v-displacement-past-end", MPI_ERR_ARG, [&] {
+    auto bad = displs;
+    bad[0] = static_cast<int>(recv.size()) - 2;
+    gather.v(send, all, counts, bad);
+  });
+  expect("v-negative-displacement", MPI_ERR_COUNT, [&] {
+    auto bad = displs;
+    bad[0] = -4;
+    gather.v(send, all, counts, bad);
+  });
+  expect("v-counts-length", MPI_ERR_ARG, [&] {
+    std::vector<int> short_counts(un + 1, 4);
+    gather.v(send, all, short_counts, displs);
+  });
+  expect("v-overflowing-count", MPI_ERR_COUNT, [&] {
+    std::vector<long long> huge(un, 4);
+    huge[0] = LLONG_MAX / 2;
+    gather.v(send, all, huge, displs);
+  });
+  expect("v-send-size", MPI_ERR_COUNT, [&] { gather.v(std::span<const int>(send).first(3), all, counts, displs); });
+  expect("null-comm", MPI_ERR_COMM, [&] { agx::Allgather<int>{MPI_COMM_NULL}(send, all); });
+  if (n >= 2) {
+    MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+    const int color = world_rank < n / 2 ? 0 : 1;
+    MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color == 0 ? n / 2 : 0, 99, &inter);
+    expect("inter-communicator", MPI_ERR_COMM, [&] { agx::Allgather<int>{inter}(send, all); });
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+  }
+}
+
+void run_bad_env() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  std::vector<int> send(2, world_rank), recv(2 * n);
+  Context c{MPI_COMM_WORLD, "world", Algorithm::automatic, "int", 2, false, "bad-AGX_ALGO"};
+  try {
+    agx::allgather<int>(MPI_COMM_WORLD, send, recv);
+    report(c, n, "an invalid AGX_ALGO was accepted");
+  } catch (const agx::Error& e) {
+    if (e.error_class() == MPI_ERR_ARG && std::strstr(e.what(), "AGX_ALGO") != nullptr) ++passed;
+    else report(c, n, std::string("wrong error: ") + e.what());
+  }
+  c.algo = Algorithm::ring;  // an explicit option does not read AGX_ALGO
+  run_regular<int>(c);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  bool quick = false, bad_env = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    else if (a == "--expect-bad-algo") bad_env = true;
+    else if (a == "--expect-algo" && i + 1 < argc) expect_auto = agx::parse_algorithm(argv[++i]);
+  }
+  if (bad_env) {
+    run_bad_env();
+  } else {
+    run_errors();
+    MPI_Comm reversed = MPI_COMM_NULL, split = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, n - 1 - world_rank, &reversed);
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &split);
+    run_matrix(MPI_COMM_WORLD, "world", quick);
+    run_matrix(reversed, "reversed", quick);
+    run_matrix(split, world_rank % 2 ? "split-odd" : "split-even", quick);
+    run_interleaved(MPI_COMM_WORLD, split);
+    MPI_Comm_free(&reversed);
+    MPI_Comm_free(&split);
+  }
+  long totals[2] = {passed, failed}, sums[2] = {0, 0};
+  MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (world_rank == 0) std::printf("N=%d: %ld passed, %ld failed\n", n, sums[0], sums[1]);
+  MPI_Finalize();
+  return sums[1] == 0 && failed == 0 ? 0 : 1;
+}
