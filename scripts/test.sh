@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds agx against Open MPI (all suites)
+# and against MPICH (unit tests, a small MPI run and the interposer suite), runs them,
+# and ends with one line "agx tests: N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+configure() {  # configure <dir> [meson options...]
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
+  else meson setup "$dir" "$@" >/dev/null; fi
+  ninja -C "$dir"
+}
+
+status=0
+configure build
+meson test -C build --print-errorlogs || status=1
+logs=(build/meson-logs/testlog.json)
+
+configure build-mpich -Dmpi=mpich
+mpich_tests=(unit allgather-np1 allgather-np2 allgather-np3)
+if meson test -C build-mpich --list 2>/dev/null | grep -q '^agx:pmpi'; then
+  mpich_tests+=(--suite pmpi)
+fi
+meson test -C build-mpich --print-errorlogs "${mpich_tests[@]}" || status=1
+logs+=(build-mpich/meson-logs/testlog.json)
+
+python3 - "${logs[@]}" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    for line in open(path):
+        r = json.loads(line)["result"]
+        if r in ("OK", "EXPECTEDFAIL"): passed += 1
+        elif r == "SKIP": skipped += 1
+        else: failed += 1
+print(f"agx tests: {passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit $status
