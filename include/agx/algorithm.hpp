@@ -15,6 +15,8 @@ enum class Algorithm : int {
   neighbor_exchange,   ///< N/2 rounds, two blocks per round, alternating neighbours
   recursive_doubling,  ///< log2 N rounds, doubling data per round (folding for any N)
   bruck,               ///< ceil(log2 N) rounds for any N, blocks addressed by index
+  hierarchical,        ///< node stage in shared memory + node aggregates between nodes
+  shared_memory,       ///< all ranks on one node: shared segment or single copy
 };
 
 struct AlgorithmName {
@@ -23,7 +25,7 @@ struct AlgorithmName {
   std::string_view summary;
 };
 
-inline constexpr std::array<AlgorithmName, 6> algorithm_table{{
+inline constexpr std::array<AlgorithmName, 8> algorithm_table{{
     {Algorithm::automatic, "auto", "choose by rule from rank count and message size"},
     {Algorithm::direct, "direct", "one round: send own block to all, receive from all"},
     {Algorithm::ring, "ring", "N-1 rounds to the right neighbour; bandwidth-optimal"},
@@ -32,6 +34,10 @@ inline constexpr std::array<AlgorithmName, 6> algorithm_table{{
     {Algorithm::recursive_doubling, "recursive_doubling",
      "log2 N rounds with partner rank^2^k; non-power-of-two N folds extra ranks"},
     {Algorithm::bruck, "bruck", "ceil(log2 N) rounds for any N, no final rotation"},
+    {Algorithm::hierarchical, "hierarchical",
+     "shared-memory node stage, node aggregates between nodes by a schedule (lib/hier)"},
+    {Algorithm::shared_memory, "shared_memory",
+     "one node: shared segment with flag sync, single copy for large blocks (lib/hier)"},
 }};
 
 /// Name of an algorithm as used by AGX_ALGO and in every log line.

@@ -7,6 +7,7 @@
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
+#include "hier/hier.hpp"
 
 #include <string>
 
@@ -26,6 +27,10 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   if (!buffers.in_place && buffers.send == nullptr && layout.bytes(ctx.rank()) > 0)
     throw Error(MPI_ERR_BUFFER, "agx: send buffer is null");
   const Algorithm a = choose_algorithm(ctx.size(), layout, options);
+  if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) {
+    hier::run(ctx, a, buffers, layout);
+    return a;
+  }
   execute(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
           config().max_message_bytes);
   return a;

@@ -77,6 +77,7 @@ CommContext::CommContext(MPI_Comm user_comm) {
 }
 
 CommContext::~CommContext() {
+  hier_.reset();  // frees communicators derived from comm_ and unmaps shared memory
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 

@@ -11,9 +11,17 @@
 #include "core/schedule.hpp"
 
 #include <array>
+#include <memory>
 #include <optional>
 
 namespace agx {
+
+namespace hier {
+class HierContext;  // lib/hier: topology and shared segments of a communicator
+struct HierContextDeleter {
+  void operator()(HierContext* h) const;
+};
+}  // namespace hier
 
 /// The attribute delete callback (MPI calls it when the user's communicator is freed).
 int delete_context(MPI_Comm user_comm, int keyval, void* attr, void* extra);
@@ -39,6 +47,10 @@ class CommContext {
   /// since collectives are called in the same order everywhere).
   int next_tag();
 
+  /// lib/hier's state of this communicator; null until the first hierarchical call.
+  hier::HierContext* hier() const { return hier_.get(); }
+  void set_hier(hier::HierContext* h) { hier_.reset(h); }
+
  private:
   explicit CommContext(MPI_Comm user_comm);
 
@@ -47,6 +59,7 @@ class CommContext {
   int rank_ = 0;
   unsigned sequence_ = 0;
   std::array<std::optional<Schedule>, algorithm_table.size()> schedules_;
+  std::unique_ptr<hier::HierContext, hier::HierContextDeleter> hier_;
 
   friend int delete_context(MPI_Comm, int, void*, void*);
 };

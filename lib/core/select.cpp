@@ -49,6 +49,8 @@ Algorithm choose_algorithm(int nranks, const Layout& layout, const Options& opti
     if (c.forced) a = *c.forced;
   }
   if (a == Algorithm::automatic) return by_rule(nranks, layout);
+  // Not schedules of their own: lib/hier checks them against the topology at the call.
+  if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return a;
   const std::string why = planner_for(a).unsupported_reason({nranks, 0});
   if (!why.empty())
     throw Error(MPI_ERR_ARG, "agx: algorithm '" + std::string(to_string(a)) + "' cannot serve this call: " + why);

@@ -1,0 +1,28 @@
+#pragma once
+// What lib/core sees of lib/hier: run a hierarchical or shared-memory all-gather, and
+// reach a communicator's hierarchical state (for agx-info and tests).
+
+#include <agx/algorithm.hpp>
+#include <agx/bytes.hpp>
+
+#include <string>
+
+namespace agx {
+class CommContext;
+}
+
+namespace agx::hier {
+
+class HierContext;
+
+/// The hierarchical state of `ctx`, created on first use (collective over it).
+HierContext& hier_context(CommContext& ctx);
+
+/// Runs `a` (Algorithm::hierarchical or Algorithm::shared_memory) on `ctx`.
+/// Throws agx::Error when shared_memory is forced on ranks of several nodes.
+void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout);
+
+/// A readable report of what agx sees for `comm` (collective: creates the state).
+std::string describe(MPI_Comm comm);
+
+}  // namespace agx::hier

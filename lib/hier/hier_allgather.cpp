@@ -1,0 +1,197 @@
+// The hierarchical all-gather: node stage in, node aggregates between nodes, node stage
+// out. `shared_memory` is the same call restricted to one node.
+//
+// Steps on 4 ranks, 2 nodes of 2 (round-robin placement: node 0 = {0, 2}, node 1 = {1, 3}):
+//
+//   segment of each node, node-major:  [ B0 B2 | B1 B3 ]   (node 0's aggregate first)
+//   1 copy in    rank r copies B_r to its place in its node's segment (chunks + flags)
+//   2 exchange   leader(s) wait for their node's blocks, then run an ordinary agx
+//                schedule (AGX_HIER_INTER; ring, bruck, ...) among the leaders with
+//                Layout::varying over node aggregates, in place in the segment:
+//                node 0 sends [B0 B2], receives [B1 B3] straight into its segment
+//                With k leaders, leader l carries slice l of every aggregate on its own
+//                leaders' communicator, so k exchanges run at once.
+//   3 copy out   every rank copies its node's blocks (as soon as they arrive, while the
+//                leaders exchange) and then the other nodes' blocks (after every
+//                leader's ready flag) into its receive buffer at the user's layout:
+//                any order of ranks, the v form with zeros and any displacements,
+//                in place or not
+//
+// Bytes: each rank copies M in and (N-1)·M out; each node's leaders together send and
+// receive what the inter-node schedule moves for nnodes blocks of node aggregates.
+// Special cases: one rank per node runs the inter-node schedule directly on the user's
+// buffers; one node with large blocks uses single copy when allowed (node_stage.hpp).
+// Restrictions: none on counts or placement; `shared_memory` needs all ranks on one
+// (virtual) node.
+
+#include "hier/hier.hpp"
+
+#include <agx/error.hpp>
+
+#include "core/comm_context.hpp"
+#include "core/config.hpp"
+#include "core/executor.hpp"
+#include "core/planner.hpp"
+#include "hier/hier_context.hpp"
+#include "hier/node_stage.hpp"
+#include "hier/settings.hpp"
+
+#include <cstring>
+#include <sstream>
+
+namespace agx::hier {
+namespace {
+
+constexpr std::size_t small_total_bytes = 64 * 1024;
+
+// The inter-node algorithm: AGX_HIER_INTER, else the selection rule applied to nodes.
+Algorithm inter_algorithm(int nnodes, std::size_t total) {
+  const Settings& s = settings();
+  if (!s.invalid_inter.empty())
+    throw Error(MPI_ERR_ARG, "agx: AGX_HIER_INTER='" + s.invalid_inter +
+                                 "' names no point-to-point algorithm");
+  Algorithm a = Algorithm::ring;
+  if (s.inter) a = *s.inter;
+  else if (nnodes == 1) a = Algorithm::direct;
+  else if (total <= small_total_bytes)
+    a = (nnodes & (nnodes - 1)) == 0 ? Algorithm::recursive_doubling : Algorithm::bruck;
+  else a = nnodes % 2 == 0 ? Algorithm::neighbor_exchange : Algorithm::ring;
+  const std::string why = planner_for(a).unsupported_reason({nnodes, 0});
+  if (!why.empty())
+    throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + std::string(to_string(a)) +
+                                 "' cannot serve " + std::to_string(nnodes) + " nodes: " + why);
+  return a;
+}
+
+// Node-major offsets of every block in the segment, node aggregates and their slices.
+void plan_segment(HierContext& h, const Layout& layout) {
+  const Topology& t = h.topo;
+  h.seg_offset.resize(static_cast<std::size_t>(t.size));
+  h.node_bytes.assign(static_cast<std::size_t>(t.nnodes), 0);
+  h.node_offset.resize(static_cast<std::size_t>(t.nnodes));
+  std::size_t at = 0;
+  for (int j = 0; j < t.nnodes; ++j) {
+    h.node_offset[static_cast<std::size_t>(j)] = at;
+    for (int r : t.members[static_cast<std::size_t>(j)]) {
+      h.seg_offset[static_cast<std::size_t>(r)] = at;
+      at += layout.bytes(r);
+    }
+    h.node_bytes[static_cast<std::size_t>(j)] = at - h.node_offset[static_cast<std::size_t>(j)];
+  }
+}
+
+// Slice `l` of `leaders` of every node aggregate: [A·l/L, A·(l+1)/L).
+void plan_slices(HierContext& h, int l) {
+  const auto nn = h.node_bytes.size();
+  h.slice_bytes.resize(nn);
+  h.slice_offset.resize(nn);
+  const auto L = static_cast<std::size_t>(h.leaders), ul = static_cast<std::size_t>(l);
+  for (std::size_t j = 0; j < nn; ++j) {
+    const std::size_t a = h.node_bytes[j], lo = a * ul / L, hi = a * (ul + 1) / L;
+    h.slice_offset[j] = h.node_offset[j] + lo;
+    h.slice_bytes[j] = hi - lo;
+  }
+}
+
+}  // namespace
+
+HierContext& hier_context(CommContext& ctx) {
+  if (ctx.hier() == nullptr) ctx.set_hier(new HierContext(ctx.comm()));
+  return *ctx.hier();
+}
+
+void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout) {
+  HierContext& h = hier_context(ctx);
+  const Topology& t = h.topo;
+  if (a == Algorithm::shared_memory && t.nnodes > 1)
+    throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
+                                 std::to_string(t.size) + " ranks span " +
+                                 std::to_string(t.nnodes) + " nodes (use 'hierarchical')");
+  std::size_t total = 0;
+  for (int r = 0; r < t.size; ++r) total += layout.bytes(r);
+  const Algorithm inter = t.nnodes > 1 ? inter_algorithm(t.nnodes, total) : Algorithm::direct;
+  const int me = t.rank;
+  if (total == 0) return;
+  if (t.size == 1 || t.nnodes == t.size) {  // nothing shared: own block, then the schedule
+    if (t.size == 1) {
+      if (!buffers.in_place && layout.bytes(me) > 0)
+        std::memcpy(static_cast<std::byte*>(buffers.recv) + layout.offset(me), buffers.send,
+                    layout.bytes(me));
+      return;
+    }
+    execute(h.inter_schedule(inter), buffers, layout, h.leader_comm, h.next_leader_tag(),
+            config().max_message_bytes);
+    return;
+  }
+  const std::uint64_t gen = h.next_gen();
+  const Settings& s = settings();
+  if (t.nnodes == 1 && h.cma && total / static_cast<std::size_t>(t.size) >= s.cma_min_bytes) {
+    ++h.single_copy_calls;
+    single_copy(h, gen, buffers, layout);
+    return;
+  }
+  ++h.staged_calls;
+  plan_segment(h, layout);
+  StagedCall c;
+  c.gen = gen;
+  c.buffers = &buffers;
+  c.layout = &layout;
+  c.base = h.region(gen, total);
+  c.seg_offset = &h.seg_offset;
+  c.chunk_bytes = s.chunk_bytes;
+  copy_in(h, c);
+  if (t.nnodes > 1 && t.local < h.leaders) {
+    wait_node_complete(h, c);
+    plan_slices(h, t.local);
+    Execution e(h.inter_schedule(inter), Buffers{nullptr, c.base, true},
+                Layout::varying(h.slice_bytes, h.slice_offset), h.leader_comm,
+                h.next_leader_tag(), config().max_message_bytes);
+    e.start();
+    copy_out_local(h, c);  // overlaps the first round on the wire
+    e.wait();
+    h.own_slot().ready.store(gen, std::memory_order_release);
+  } else {
+    copy_out_local(h, c);
+  }
+  if (t.nnodes > 1) copy_out_remote(h, c);
+  h.own_slot().done.store(gen, std::memory_order_release);
+}
+
+std::string describe(MPI_Comm comm) {
+  HierContext& h = hier_context(CommContext::of(comm));
+  const Topology& t = h.topo;
+  const Settings& s = settings();
+  std::ostringstream os;
+  const Machine& m = t.machine;
+  os << "rank " << t.rank << " of " << t.size << ": node " << t.node << " of " << t.nnodes
+     << " (local " << t.local << " of " << t.local_size() << ")\n";
+  os << "  real nodes " << t.real_nodes << ", virtual nodes "
+     << (t.virtual_setting.empty() ? "off" : t.virtual_setting) << "\n";
+  os << "  nodes:";
+  for (int j = 0; j < t.nnodes; ++j) {
+    os << " [";
+    for (std::size_t i = 0; i < t.members[static_cast<std::size_t>(j)].size(); ++i)
+      os << (i ? " " : "") << t.members[static_cast<std::size_t>(j)][i];
+    os << "]";
+  }
+  os << "\n  machine: " << m.packages << " package(s), " << m.numa_nodes << " NUMA domain(s), "
+     << m.cores << " core(s), " << m.pus << " PU(s), " << m.l3_caches << " L3, " << m.l2_caches
+     << " L2\n";
+  for (int i = 0; i < t.local_size(); ++i) {
+    const Binding& b = t.bindings[static_cast<std::size_t>(i)];
+    os << "  local " << i << " = rank " << t.members[static_cast<std::size_t>(t.node)][static_cast<std::size_t>(i)]
+       << ": pid " << b.pid << ", bound to PUs " << (b.cpuset[0] ? b.cpuset : "?") << " ("
+       << b.bound_cores << " core(s), first core " << b.first_core << ", NUMA " << b.numa
+       << ", package " << b.package << "), last ran on PU " << b.last_cpu << "\n";
+  }
+  os << "  leaders per node " << h.leaders << ", single copy (process_vm_readv) "
+     << (h.cma ? "available" : "unavailable") << (s.cma ? "" : " (AGX_CMA=0)")
+     << ", used from " << s.cma_min_bytes << " B mean block\n";
+  os << "  segment: header " << t.local_size() << " x " << sizeof(Slot) << " B, data "
+     << h.data_bytes() << " B (grown " << h.grows() << "x), generation " << h.gen()
+     << ", staged calls " << h.staged_calls << ", single-copy calls " << h.single_copy_calls
+     << ", chunk " << s.chunk_bytes << " B\n";
+  return os.str();
+}
+
+}  // namespace agx::hier

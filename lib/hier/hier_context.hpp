@@ -1,0 +1,91 @@
+#pragma once
+// The hierarchical state of one communicator, owned by its CommContext (and so freed
+// with the communicator): topology, leader communicator, the node's flag header and
+// data segment, and the call generation.
+//
+// Header: one 128-byte slot per local rank, written only by that rank:
+//
+//   slot[i].progress   (gen << 32) | chunks of its block copied into the segment
+//                      (single copy: | 1 once its block address is published)
+//   slot[i].done       last gen in which it finished reading (segment or peers)
+//   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
+//   slot[i].address    single copy: where its block lives in its own address space
+//   slot[i].pid        its process id (for process_vm_readv)
+//
+// Data segment: 2 halves. A call whose total T fits in a half uses half (gen & 1), so
+// back-to-back small calls never wait for readers of the previous call; a larger call
+// uses the whole segment and first waits until every local rank's `done` covers the
+// last call that used it. A call with T > size grows the segment (collective over the
+// node, decided identically everywhere since every rank knows T).
+
+#include <mpi.h>
+
+#include <agx/algorithm.hpp>
+
+#include "core/comm_context.hpp"  // declares HierContextDeleter
+#include "core/schedule.hpp"
+#include "hier/shm_segment.hpp"
+#include "hier/topology.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace agx::hier {
+
+struct alignas(128) Slot {
+  std::atomic<std::uint64_t> progress{0};
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<std::uint64_t> ready{0};
+  std::atomic<std::uint64_t> address{0};
+  std::int64_t pid = 0;
+};
+
+class HierContext {
+ public:
+  /// Collective over `comm` (the communicator's private duplicate).
+  explicit HierContext(MPI_Comm comm);
+  ~HierContext();
+  HierContext(const HierContext&) = delete;
+  HierContext& operator=(const HierContext&) = delete;
+
+  Topology topo;
+  int leaders = 1;                       ///< leaders per node (local ranks 0..leaders-1)
+  MPI_Comm leader_comm = MPI_COMM_NULL;  ///< local rank l of every node; rank = node index
+  bool cma = false;                      ///< process_vm_readv works between all local ranks
+
+  Slot& slot(int local) { return slots_[local]; }
+  Slot& own_slot() { return slots_[topo.local]; }
+
+  /// Data region for a call of `total` bytes; waits for earlier readers, grows when needed.
+  std::byte* region(std::uint64_t gen, std::size_t total);
+  std::size_t data_bytes() const { return data_ ? data_->size() : 0; }
+
+  /// The inter-node schedule of this rank among the leaders, planned once per algorithm.
+  const Schedule& inter_schedule(Algorithm a);
+  int next_leader_tag() { return static_cast<int>(leader_tag_++ % 32768u); }
+
+  std::uint64_t next_gen() { return ++gen_; }
+  std::uint64_t gen() const { return gen_; }
+  std::uint64_t grows() const { return grows_; }
+  std::uint64_t single_copy_calls = 0, staged_calls = 0;
+
+  // Per-call scratch (no allocation on the hot path after the first call).
+  std::vector<std::size_t> seg_offset, node_bytes, node_offset, slice_bytes, slice_offset;
+
+ private:
+  void wait_done(std::uint64_t gen);
+
+  std::unique_ptr<SharedSegment> header_, data_;
+  Slot* slots_ = nullptr;
+  std::uint64_t gen_ = 0;
+  std::array<std::uint64_t, 2> last_use_{};
+  std::uint64_t grows_ = 0;
+  unsigned leader_tag_ = 0;
+  std::array<std::optional<Schedule>, algorithm_table.size()> inter_;
+};
+
+}  // namespace agx::hier

@@ -1,0 +1,168 @@
+// The node stage: staged copy-in/copy-out through the segment, and single copy
+// (node_stage.hpp has the steps and the diagram).
+
+#include "hier/node_stage.hpp"
+
+#include <agx/error.hpp>
+
+#include "hier/wait.hpp"
+
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace agx::hier {
+namespace {
+
+const std::byte* own_source(const StagedCall& c, int rank) {
+  if (c.buffers->in_place) return static_cast<const std::byte*>(c.buffers->recv) + c.layout->offset(rank);
+  return static_cast<const std::byte*>(c.buffers->send);
+}
+
+std::byte* recv_at(const Buffers& b, const Layout& l, int rank) {
+  return static_cast<std::byte*>(b.recv) + l.offset(rank);
+}
+
+// Copies blocks `ranks` (communicator ranks, increasing) from the segment to the
+// receive buffer, merging neighbours that are adjacent on both sides into one memcpy.
+template <class Ranks>
+void copy_runs(const StagedCall& c, const Ranks& ranks) {
+  const std::byte* src = nullptr;
+  std::byte* dst = nullptr;
+  std::size_t run = 0;
+  for (int r : ranks) {
+    const std::size_t bytes = c.layout->bytes(r);
+    if (bytes == 0) continue;
+    const std::byte* s = c.base + (*c.seg_offset)[static_cast<std::size_t>(r)];
+    std::byte* d = recv_at(*c.buffers, *c.layout, r);
+    if (run > 0 && s == src + run && d == dst + run) {
+      run += bytes;
+      continue;
+    }
+    if (run > 0) std::memcpy(dst, src, run);
+    src = s;
+    dst = d;
+    run = bytes;
+  }
+  if (run > 0) std::memcpy(dst, src, run);
+}
+
+void wait_progress(const Slot& s, std::uint64_t mark) {
+  wait_until([&] { return s.progress.load(std::memory_order_acquire) >= mark; });
+}
+
+}  // namespace
+
+void copy_in(HierContext& h, const StagedCall& c) {
+  const int me = h.topo.rank;
+  const std::size_t bytes = c.layout->bytes(me);
+  Slot& slot = h.own_slot();
+  const std::byte* src = own_source(c, me);
+  std::byte* dst = c.base + (*c.seg_offset)[static_cast<std::size_t>(me)];
+  const std::size_t chunks = chunk_count(bytes, c.chunk_bytes);
+  if (chunks == 0) slot.progress.store(progress_mark(c.gen, 0), std::memory_order_release);
+  for (std::size_t k = 0; k < chunks; ++k) {
+    const std::size_t at = k * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
+    std::memcpy(dst + at, src + at, len);
+    slot.progress.store(progress_mark(c.gen, k + 1), std::memory_order_release);
+  }
+}
+
+void wait_node_complete(HierContext& h, const StagedCall& c) {
+  const auto& members = h.topo.members[static_cast<std::size_t>(h.topo.node)];
+  for (std::size_t i = 0; i < members.size(); ++i)
+    wait_progress(h.slot(static_cast<int>(i)),
+                  progress_mark(c.gen, chunk_count(c.layout->bytes(members[i]), c.chunk_bytes)));
+}
+
+void copy_out_local(HierContext& h, const StagedCall& c) {
+  const auto& members = h.topo.members[static_cast<std::size_t>(h.topo.node)];
+  const int n = static_cast<int>(members.size());
+  bool small = true;
+  for (int r : members) small = small && c.layout->bytes(r) <= c.chunk_bytes;
+  if (small) {  // one chunk each: wait for all, then as few memcpy calls as possible
+    wait_node_complete(h, c);
+    copy_runs(c, members);
+    return;
+  }
+  // Large: chunk by chunk, starting with the next rank so that readers spread out.
+  for (int k = 1; k <= n; ++k) {
+    const int j = (h.topo.local + k) % n;
+    const int r = members[static_cast<std::size_t>(j)];
+    const std::size_t bytes = c.layout->bytes(r);
+    std::byte* dst = recv_at(*c.buffers, *c.layout, r);
+    if (j == h.topo.local) {
+      if (!c.buffers->in_place && bytes > 0) std::memcpy(dst, c.buffers->send, bytes);
+      continue;
+    }
+    const std::byte* src = c.base + (*c.seg_offset)[static_cast<std::size_t>(r)];
+    const Slot& s = h.slot(j);
+    for (std::size_t k2 = 0, chunks = chunk_count(bytes, c.chunk_bytes); k2 < chunks; ++k2) {
+      const std::size_t at = k2 * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
+      wait_progress(s, progress_mark(c.gen, k2 + 1));
+      std::memcpy(dst + at, src + at, len);
+    }
+  }
+}
+
+void copy_out_remote(HierContext& h, const StagedCall& c) {
+  for (int l = 0; l < h.leaders; ++l) {
+    const Slot& s = h.slot(l);
+    wait_until([&] { return s.ready.load(std::memory_order_acquire) >= c.gen; });
+  }
+  struct Remote {  // communicator ranks outside my node, increasing
+    const Topology& t;
+    struct It {
+      const Topology& t;
+      int r;
+      void skip() { while (r < t.size && t.node_of[static_cast<std::size_t>(r)] == t.node) ++r; }
+      int operator*() const { return r; }
+      It& operator++() { ++r; skip(); return *this; }
+      bool operator!=(const It& o) const { return r != o.r; }
+    };
+    It begin() const { It i{t, 0}; i.skip(); return i; }
+    It end() const { return It{t, t.size}; }
+  };
+  copy_runs(c, Remote{h.topo});
+}
+
+void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout) {
+  const Topology& t = h.topo;
+  const int me = t.rank, n = t.local_size();
+  const auto& members = t.members[static_cast<std::size_t>(t.node)];
+  Slot& own = h.own_slot();
+  std::byte* own_dst = recv_at(buffers, layout, me);
+  const void* own_src = buffers.in_place ? own_dst : buffers.send;
+  own.address.store(reinterpret_cast<std::uintptr_t>(own_src), std::memory_order_relaxed);
+  own.progress.store(progress_mark(gen, 1), std::memory_order_release);
+  if (!buffers.in_place && layout.bytes(me) > 0) std::memcpy(own_dst, buffers.send, layout.bytes(me));
+  for (int k = 1; k < n; ++k) {
+    const int j = (t.local + k) % n;
+    const int r = members[static_cast<std::size_t>(j)];
+    std::size_t left = layout.bytes(r);
+    if (left == 0) continue;
+    const Slot& s = h.slot(j);
+    wait_progress(s, progress_mark(gen, 1));
+    auto* src = reinterpret_cast<std::byte*>(s.address.load(std::memory_order_relaxed));
+    std::byte* dst = recv_at(buffers, layout, r);
+    while (left > 0) {
+      iovec local{dst, left}, remote{src, left};
+      const ssize_t got = process_vm_readv(static_cast<pid_t>(s.pid), &local, 1, &remote, 1, 0);
+      if (got <= 0)
+        throw Error(MPI_ERR_OTHER, "agx: process_vm_readv from local rank " + std::to_string(j) +
+                                       " failed: " + std::strerror(errno));
+      dst += got;
+      src += got;
+      left -= static_cast<std::size_t>(got);
+    }
+  }
+  own.done.store(gen, std::memory_order_release);
+  for (int j = 0; j < n; ++j) {
+    const Slot& s = h.slot(j);
+    wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; });
+  }
+}
+
+}  // namespace agx::hier

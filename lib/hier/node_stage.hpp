@@ -1,0 +1,63 @@
+#pragma once
+// The node stage: ranks of one node exchange blocks through their shared segment, or
+// read each other's buffers directly (single copy).
+//
+// Staged (copy in, copy out), 4 ranks on a node, blocks A B C D:
+//
+//   copy in      rank i copies its block into the segment chunk by chunk and
+//                publishes slot[i].progress = (gen << 32) | chunks after each chunk
+//                    segment: [ A | B | C | D ]
+//   copy out     rank i copies every other block out of the segment into its receive
+//                buffer, each chunk once its producer's progress covers it; copy-out of
+//                chunk k overlaps copy-in of chunk k+1 on the producer
+//   done         slot[i].done = gen (lets a later call reuse this region)
+//
+//   bytes per rank: M in + (N-1)·M out (out of place the own block comes from send)
+//   synchronization: one flag store per chunk, no MPI call
+//
+// Single copy (process_vm_readv), 4 ranks:
+//   rank i publishes its block's address, then reads B_j straight from rank j's own
+//   buffer into its receive buffer; done = gen; waits until every rank is done
+//   (its own buffer must stay valid until all peers have read it).
+//   bytes per rank: (N-1)·M read once; two flag rounds per call.
+
+#include <agx/bytes.hpp>
+
+#include "hier/hier_context.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace agx::hier {
+
+/// One staged call as the node stage sees it.
+struct StagedCall {
+  std::uint64_t gen = 0;
+  const Buffers* buffers = nullptr;
+  const Layout* layout = nullptr;
+  std::byte* base = nullptr;                         ///< segment region of this call
+  const std::vector<std::size_t>* seg_offset = nullptr;  ///< per communicator rank
+  std::size_t chunk_bytes = 0;
+};
+
+inline std::uint64_t progress_mark(std::uint64_t gen, std::size_t chunks) {
+  return (gen << 32) | static_cast<std::uint64_t>(chunks);
+}
+
+inline std::size_t chunk_count(std::size_t bytes, std::size_t chunk) {
+  return (bytes + chunk - 1) / chunk;
+}
+
+/// Copies the own block into the segment, publishing progress per chunk.
+void copy_in(HierContext& h, const StagedCall& c);
+/// Waits until every rank of the node has copied its whole block in.
+void wait_node_complete(HierContext& h, const StagedCall& c);
+/// Copies the blocks of the own node out of the segment into the receive buffer.
+void copy_out_local(HierContext& h, const StagedCall& c);
+/// Copies the blocks of all other nodes out of the segment, once every leader is ready.
+void copy_out_remote(HierContext& h, const StagedCall& c);
+
+/// The single-copy all-gather inside one node (all ranks on the node).
+void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout);
+
+}  // namespace agx::hier

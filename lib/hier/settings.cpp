@@ -1,0 +1,43 @@
+// Reading the hierarchical settings from the environment (settings.hpp).
+
+#include "hier/settings.hpp"
+
+#include <cstdlib>
+
+namespace agx::hier {
+namespace {
+
+std::optional<unsigned long long> number(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0') return std::nullopt;
+  return v;
+}
+
+Settings read_environment() {
+  Settings s;
+  if (const char* inter = std::getenv("AGX_HIER_INTER"); inter != nullptr && *inter != '\0') {
+    const auto a = parse_algorithm(inter);
+    if (a && *a != Algorithm::automatic && *a != Algorithm::hierarchical &&
+        *a != Algorithm::shared_memory)
+      s.inter = *a;
+    else if (!a || *a != Algorithm::automatic)
+      s.invalid_inter = inter;
+  }
+  if (auto v = number("AGX_HIER_LEADERS"); v && *v >= 1 && *v <= 1024) s.leaders = static_cast<int>(*v);
+  if (auto v = number("AGX_SHM_CHUNK_BYTES"); v && *v >= 4096 && *v <= (1ull << 30)) s.chunk_bytes = *v;
+  if (auto v = number("AGX_CMA"); v) s.cma = *v != 0;
+  if (auto v = number("AGX_CMA_MIN_BYTES"); v) s.cma_min_bytes = *v;
+  return s;
+}
+
+}  // namespace
+
+const Settings& settings() {
+  static const Settings s = read_environment();
+  return s;
+}
+
+}  // namespace agx::hier

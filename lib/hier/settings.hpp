@@ -1,0 +1,34 @@
+#pragma once
+// Settings of the hierarchical and shared-memory all-gathers, read once from the
+// environment (documented in docs/hierarchy.md).
+//
+//   AGX_HIER_INTER=<name>     inter-node schedule: any point-to-point algorithm of the
+//                             table (direct, ring, neighbor_exchange, recursive_doubling,
+//                             bruck); default: the rule in hier_allgather.cpp
+//   AGX_HIER_LEADERS=k        leaders per node, each carrying 1/k of every node
+//                             aggregate (capped at the smallest node); default 1
+//   AGX_SHM_CHUNK_BYTES=b     copy-in/copy-out chunk of large blocks; default 64 KiB
+//   AGX_CMA=0|1               allow the single-copy path (process_vm_readv); default 1
+//   AGX_CMA_MIN_BYTES=b       single copy when the mean block is at least b; default
+//                             measured on the development machine (docs/hierarchy.md)
+
+#include <agx/algorithm.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace agx::hier {
+
+struct Settings {
+  std::optional<Algorithm> inter;
+  std::string invalid_inter;  ///< AGX_HIER_INTER text naming no point-to-point algorithm
+  int leaders = 1;
+  std::size_t chunk_bytes = 64 * 1024;
+  bool cma = true;
+  std::size_t cma_min_bytes = 64 * 1024;
+};
+
+const Settings& settings();
+
+}  // namespace agx::hier

@@ -1,0 +1,67 @@
+#pragma once
+// What agx knows about where the ranks of a communicator run, discovered once per
+// communicator (collective) and cached in its hierarchical context.
+//
+//   nodes      MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), then optionally cut into
+//              virtual nodes (AGX_VIRTUAL_NODE_SIZE / AGX_VIRTUAL_NODES, see
+//              virtual_nodes.hpp). Ranks of different (virtual) nodes never share memory.
+//   numbering  nodes are numbered by their lowest communicator rank; inside a node,
+//              ranks are numbered by communicator rank (the "local" index).
+//   inside     hwloc: packages, NUMA domains, cores, PUs of the machine, and for every
+//              rank of the node the cores it is bound to and the core it last ran on.
+//
+// Example, 4 ranks round-robin on 2 nodes (AGX_VIRTUAL_NODES=rr:2):
+//   rank  0 1 2 3          node 0: ranks {0, 2}  (local 0, 1)
+//   node  0 1 0 1          node 1: ranks {1, 3}  (local 0, 1)
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace agx::hier {
+
+/// One rank's place on its machine, as hwloc sees it.
+struct Binding {
+  int pid = 0;
+  int first_core = -1;   ///< logical index of the first core of its binding (-1: unknown)
+  int bound_cores = 0;   ///< number of cores its CPU binding covers
+  int numa = -1;         ///< logical index of the NUMA domain of the first core
+  int package = -1;      ///< logical index of the package of the first core
+  int last_cpu = -1;     ///< OS index of the PU it last ran on
+  char cpuset[48] = {};  ///< binding as hwloc list string, e.g. "0-1"
+};
+
+/// The machine of this process (hwloc, loaded once per process).
+struct Machine {
+  int packages = 0, numa_nodes = 0, cores = 0, pus = 0, l3_caches = 0, l2_caches = 0;
+};
+
+struct Topology {
+  int size = 0, rank = 0;
+  int nnodes = 0;
+  int node = 0;                           ///< my node
+  int local = 0;                          ///< my index inside my node
+  std::vector<int> node_of;               ///< per communicator rank
+  std::vector<int> local_of;              ///< per communicator rank
+  std::vector<std::vector<int>> members;  ///< per node: communicator ranks, increasing
+  int real_nodes = 0;                     ///< nodes before the virtual split
+  std::string virtual_setting;            ///< the setting that cut virtual nodes, or empty
+  MPI_Comm node_comm = MPI_COMM_NULL;     ///< my node's ranks, rank = local index
+  Machine machine;
+  std::vector<Binding> bindings;          ///< per local rank of my node
+
+  int node_size(int j) const { return static_cast<int>(members[static_cast<std::size_t>(j)].size()); }
+  int local_size() const { return node_size(node); }
+};
+
+/// Discovers the topology of `comm` (collective over it). The caller owns node_comm.
+Topology discover_topology(MPI_Comm comm);
+
+/// The machine of this process.
+const Machine& machine();
+
+/// This process's binding.
+Binding own_binding();
+
+}  // namespace agx::hier
