@@ -1,0 +1,100 @@
+#include "core/cost_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <unordered_map>
+
+namespace agx {
+
+int Placement::nodes() const {
+  return static_cast<int>(std::set<int>(node_of_.begin(), node_of_.end()).size());
+}
+
+std::vector<int> sampled_ranks(int n) {
+  std::vector<int> ranks;
+  if (n <= 256) {
+    for (int r = 0; r < n; ++r) ranks.push_back(r);
+    return ranks;
+  }
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  std::set<int> s{0, 1, 2, n / 2, n / 2 + 1, n - 2, n - 1, p - 1, std::min(p, n - 1),
+                  std::max(0, n - p - 1), n - p};
+  return {s.begin(), s.end()};
+}
+
+namespace {
+
+struct Load {  // one rank, one round, one level
+  std::size_t msgs_out = 0, msgs_in = 0, bytes_out = 0, bytes_in = 0;
+};
+
+std::size_t transfer_bytes(const Transfer& t, const Layout& layout) {
+  std::size_t bytes = 0;
+  for (const BlockSpan& s : t.blocks)
+    for (int b = s.first; b < s.first + s.count; ++b) bytes += layout.bytes(b);
+  return bytes;
+}
+
+}  // namespace
+
+double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
+                       const CostParams& params, bool in_place) {
+  const int n = layout.nranks();
+  const std::vector<int> ranks = sampled_ranks(n);
+  std::vector<Schedule> plans;
+  plans.reserve(ranks.size());
+  std::size_t nrounds = 0;
+  for (int r : ranks) {
+    plans.push_back(planner.plan({n, r}));
+    nrounds = std::max(nrounds, plans.back().rounds.size());
+  }
+  const std::array<LevelCost, 2> cost{params.node, params.network};
+  double total = 0;
+  for (std::size_t k = 0; k < nrounds; ++k) {
+    // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks).
+    std::unordered_map<int, std::size_t> nic_bytes;
+    std::vector<std::array<Load, 2>> loads(plans.size());
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (k >= plans[i].rounds.size()) continue;
+      const int r = ranks[i];
+      for (const Transfer& t : plans[i].rounds[k].sends) {
+        Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        ++l.msgs_out;
+        l.bytes_out += transfer_bytes(t, layout);
+      }
+      for (const Transfer& t : plans[i].rounds[k].recvs) {
+        Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        ++l.msgs_in;
+        l.bytes_in += transfer_bytes(t, layout);
+      }
+      nic_bytes[placement.node_of(r)] += loads[i][1].bytes_out;
+    }
+    double round_time = 0;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      double rank_time = 0;
+      for (int lv = 0; lv < 2; ++lv) {
+        const Load& l = loads[i][lv];
+        std::size_t bytes = std::max(l.bytes_out, l.bytes_in);
+        if (lv == 1) bytes = std::max(bytes, nic_bytes[placement.node_of(ranks[i])]);
+        const double t = cost[lv].alpha_s * static_cast<double>(std::max(l.msgs_out, l.msgs_in)) +
+                         cost[lv].beta_s_per_byte * static_cast<double>(bytes);
+        rank_time = std::max(rank_time, t);
+      }
+      if (k == 0 && !in_place)  // the own-block copy overlaps round 0
+        rank_time = std::max(rank_time, params.copy_s_per_byte *
+                                            static_cast<double>(layout.bytes(ranks[i])));
+      round_time = std::max(round_time, rank_time);
+    }
+    total += round_time;
+  }
+  if (nrounds == 0 && !in_place) {
+    std::size_t own = 0;
+    for (int r : ranks) own = std::max(own, layout.bytes(r));
+    total = params.copy_s_per_byte * static_cast<double>(own);
+  }
+  return total;
+}
+
+}  // namespace agx

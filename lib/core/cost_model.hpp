@@ -1,0 +1,61 @@
+#pragma once
+// The cost model: the predicted time of a schedule, computed from the schedule itself
+// (rounds, bytes per message, the level each message crosses, how many messages a rank
+// handles per round), never from a per-algorithm formula that could drift from its plan.
+//
+//   time = Σ_rounds max_ranks max_levels [ α_l · msgs_l + β_l · bytes_l ]  + γ · own block
+//
+// msgs_l / bytes_l: the larger of what a rank sends and receives on level l in that round
+// (levels run in parallel, a rank's messages on one level share its link). On the network
+// level, the bytes of all ranks of a node that cross it in the same round share the NIC.
+// γ: the local copy of the own block (out of place).
+
+#include <agx/bytes.hpp>
+
+#include "core/planner.hpp"
+
+#include <string>
+#include <vector>
+
+namespace agx {
+
+enum class Level : int { node = 0, network = 1 };
+
+struct LevelCost {
+  double alpha_s = 0;           ///< per message
+  double beta_s_per_byte = 0;   ///< per byte on the wire
+};
+
+/// α/β per level and the local copy cost. Built-in defaults: docs/tuning.md.
+struct CostParams {
+  LevelCost node{1.0e-6, 1.0 / 6.0e9};
+  LevelCost network{3.0e-6, 1.0 / 11.0e9};
+  double copy_s_per_byte = 1.0 / 8.0e9;
+  /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
+  double node_sync_s = 0.5e-6;
+};
+
+/// Which node each rank is on; messages between nodes cross the network.
+class Placement {
+ public:
+  static Placement single_node(int nranks) { return Placement(std::vector<int>(nranks, 0)); }
+  explicit Placement(std::vector<int> node_of) : node_of_(std::move(node_of)) {}
+  int nranks() const { return static_cast<int>(node_of_.size()); }
+  int node_of(int rank) const { return node_of_[static_cast<std::size_t>(rank)]; }
+  Level level(int a, int b) const { return node_of(a) == node_of(b) ? Level::node : Level::network; }
+  int nodes() const;
+
+ private:
+  std::vector<int> node_of_;
+};
+
+/// Predicted seconds of `planner` for this call. Exact over all ranks up to 256 ranks;
+/// beyond, over a fixed sample of ranks (the first, last, middle, and the ranks where
+/// folding algorithms change role), the same on every rank.
+double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
+                       const CostParams& params, bool in_place = false);
+
+/// The ranks whose schedules the prediction looks at.
+std::vector<int> sampled_ranks(int nranks);
+
+}  // namespace agx
