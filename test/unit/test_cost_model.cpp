@@ -65,3 +65,28 @@ TEST_CASE("large N uses a rank sample and stays finite", "[cost]") {
   CHECK(sample.size() < 20);
   CHECK(predict_seconds(bruck_planner(), Layout::uniform(4096, 8), blocks_of(512, 8), c) > 0);
 }
+
+#include "core/tuning.hpp"
+
+#include <agx/error.hpp>
+
+TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
+  Tuning t;
+  t.header = {"machine host1 AMD EPYC", "command agx-tune"};
+  t.params.node.alpha_s = 2.5e-6;
+  t.params.network.beta_s_per_byte = 1e-10;
+  t.best = {{4, 4, 64, Algorithm::shared_memory}, {4, 4, 1 << 20, Algorithm::ring}};
+  const Tuning back = parse_tuning(format_tuning(t), "test");
+  CHECK(back.params.node.alpha_s == Approx(2.5e-6));
+  CHECK(back.params.network.beta_s_per_byte == Approx(1e-10));
+  CHECK(back.header == t.header);
+  REQUIRE(back.best.size() == 2);
+  CHECK(back.measured(4, 4, 8) == Algorithm::shared_memory);
+  CHECK(back.measured(4, 4, 1000) == Algorithm::ring);
+  CHECK(back.measured(4, 4, 2 << 20) == Algorithm::automatic);  // beyond what was measured
+  CHECK(back.measured(8, 4, 8) == Algorithm::automatic);        // another shape
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nnode.alpha_s -1\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 warp_drive\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("node.alpha_s 1\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 2\n", "t"), Error);
+}

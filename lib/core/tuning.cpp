@@ -1,0 +1,99 @@
+#include "core/tuning.hpp"
+
+#include <agx/error.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+namespace agx {
+
+Algorithm Tuning::measured(int ranks, int ranks_per_node, std::size_t mean_block_bytes) const {
+  // Entries for exactly this shape, smallest size class that covers the call.
+  for (const MeasuredBest& b : best)
+    if (b.ranks == ranks && b.ranks_per_node == ranks_per_node && mean_block_bytes <= b.max_bytes)
+      return b.algorithm;
+  return Algorithm::automatic;
+}
+
+Tuning parse_tuning(const std::string& text, const std::string& source) {
+  Tuning t;
+  t.source = source;
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  bool versioned = false;
+  auto bad = [&](const std::string& why) {
+    throw Error(MPI_ERR_ARG, "agx: tuning file " + source + " line " + std::to_string(lineno) +
+                                 ": " + why + ": '" + line + "'");
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream words(line);
+    std::string key;
+    words >> key;
+    if (key == "agx-tuning") {
+      int v = 0;
+      if (!(words >> v) || v != 1) bad("unsupported version");
+      versioned = true;
+    } else if (key == "machine" || key == "mpi" || key == "date" || key == "command") {
+      t.header.push_back(line);
+    } else if (key == "best") {
+      MeasuredBest b;
+      std::string name;
+      if (!(words >> b.ranks >> b.ranks_per_node >> b.max_bytes >> name)) bad("expected: best RANKS RANKS_PER_NODE MAX_BYTES ALGORITHM");
+      const auto a = parse_algorithm(name);
+      if (!a || *a == Algorithm::automatic) bad("unknown algorithm");
+      b.algorithm = *a;
+      t.best.push_back(b);
+    } else {
+      double v = 0;
+      if (!(words >> v) || v < 0) bad("expected a non-negative number");
+      if (key == "node.alpha_s") t.params.node.alpha_s = v;
+      else if (key == "node.beta_s_per_byte") t.params.node.beta_s_per_byte = v;
+      else if (key == "network.alpha_s") t.params.network.alpha_s = v;
+      else if (key == "network.beta_s_per_byte") t.params.network.beta_s_per_byte = v;
+      else if (key == "copy_s_per_byte") t.params.copy_s_per_byte = v;
+      else if (key == "node_sync_s") t.params.node_sync_s = v;
+      else bad("unknown key");
+    }
+  }
+  if (!versioned) throw Error(MPI_ERR_ARG, "agx: tuning file " + source + " lacks the 'agx-tuning 1' line");
+  std::sort(t.best.begin(), t.best.end(), [](const MeasuredBest& a, const MeasuredBest& b) {
+    return std::tie(a.ranks, a.ranks_per_node, a.max_bytes) < std::tie(b.ranks, b.ranks_per_node, b.max_bytes);
+  });
+  return t;
+}
+
+std::string format_tuning(const Tuning& t) {
+  std::ostringstream out;
+  out.precision(6);
+  out << "agx-tuning 1\n";
+  for (const auto& h : t.header) out << h << '\n';
+  out << "node.alpha_s " << t.params.node.alpha_s << '\n'
+      << "node.beta_s_per_byte " << t.params.node.beta_s_per_byte << '\n'
+      << "network.alpha_s " << t.params.network.alpha_s << '\n'
+      << "network.beta_s_per_byte " << t.params.network.beta_s_per_byte << '\n'
+      << "copy_s_per_byte " << t.params.copy_s_per_byte << '\n'
+      << "node_sync_s " << t.params.node_sync_s << '\n';
+  if (!t.best.empty()) out << "# best RANKS RANKS_PER_NODE MAX_MEAN_BLOCK_BYTES ALGORITHM (measured)\n";
+  for (const auto& b : t.best)
+    out << "best " << b.ranks << ' ' << b.ranks_per_node << ' ' << b.max_bytes << ' '
+        << to_string(b.algorithm) << '\n';
+  return out.str();
+}
+
+Tuning load_tuning() {
+  const char* path = std::getenv("AGX_TUNING_FILE");
+  if (path == nullptr || *path == '\0') return {};
+  std::ifstream f(path);
+  if (!f) throw Error(MPI_ERR_FILE, std::string("agx: cannot read AGX_TUNING_FILE ") + path);
+  std::stringstream text;
+  text << f.rdbuf();
+  return parse_tuning(text.str(), path);
+}
+
+}  // namespace agx

@@ -1,0 +1,44 @@
+#pragma once
+// The tuning file: measured α/β per level, copy and sync costs, and optionally the
+// measured fastest algorithm per (ranks, ranks per node, size class). Written by
+// agx-tune, read from AGX_TUNING_FILE (docs/tuning.md has the format).
+
+#include <agx/algorithm.hpp>
+
+#include "core/cost_model.hpp"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace agx {
+
+/// A measured winner: for calls on `ranks` ranks with `ranks_per_node` ranks on the
+/// largest node, and a mean block of at most `max_bytes`, `algorithm` was fastest.
+struct MeasuredBest {
+  int ranks = 0;
+  int ranks_per_node = 0;
+  std::size_t max_bytes = 0;
+  Algorithm algorithm = Algorithm::automatic;
+};
+
+struct Tuning {
+  CostParams params;                ///< built-in defaults unless the file sets them
+  std::vector<MeasuredBest> best;   ///< sorted by (ranks, ranks_per_node, max_bytes)
+  std::string source = "built-in defaults";
+  std::vector<std::string> header;  ///< machine, mpi, date, command lines of the file
+
+  /// The measured winner for this call, or Algorithm::automatic when none applies.
+  Algorithm measured(int ranks, int ranks_per_node, std::size_t mean_block_bytes) const;
+};
+
+/// Parses tuning text; throws agx::Error (MPI_ERR_ARG) naming the bad line.
+Tuning parse_tuning(const std::string& text, const std::string& source);
+
+/// Serializes (the inverse of parse_tuning, header lines included).
+std::string format_tuning(const Tuning& t);
+
+/// AGX_TUNING_FILE if set (an unreadable file is an error), else built-in defaults.
+Tuning load_tuning();
+
+}  // namespace agx
