@@ -1,0 +1,136 @@
+// The C entry points: MPI_Allgather, MPI_Allgatherv, MPI_Iallgather,
+// MPI_Iallgatherv and MPI_Finalize. What agx does not serve goes to the PMPI_
+// function untouched; the nonblocking calls run to completion and return a
+// request that is already complete (done_request.hpp).
+
+#include "pmpi/bindings.hpp"
+
+#include "pmpi/call.hpp"
+#include "pmpi/done_request.hpp"
+#include "pmpi/raise.hpp"
+#include "pmpi/report.hpp"
+
+namespace agx::pmpi {
+namespace {
+
+GatherCall plain(const char* function, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                 void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  GatherCall c;
+  c.function = function;
+  c.sendbuf = sendbuf;
+  c.sendcount = sendcount;
+  c.sendtype = sendtype;
+  c.recvbuf = recvbuf;
+  c.recvcount = recvcount;
+  c.recvtype = recvtype;
+  c.comm = comm;
+  return c;
+}
+
+GatherCall varying(const char* function, const void* sendbuf, int sendcount,
+                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  GatherCall c = plain(function, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, comm);
+  c.is_v = true;
+  c.recvcounts = recvcounts;
+  c.displs = displs;
+  return c;
+}
+
+/// Runs the call, then hands out a complete request.
+int run_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
+  if (request == nullptr)
+    return guarded(c.comm, c.function, []() -> int {
+      throw Error(MPI_ERR_REQUEST, "agx: request pointer is NULL");
+    });
+  *request = MPI_REQUEST_NULL;
+  const int rc = run_gather(c);
+  if (rc != MPI_SUCCESS) return rc;
+  return guarded(c.comm, c.function, [&] {
+    make_done_request(request);
+    return MPI_SUCCESS;
+  });
+}
+
+}  // namespace
+
+int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) noexcept {
+  if (!agx_serves(comm, "MPI_Allgather"))
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  return run_gather(plain("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                          recvtype, comm));
+}
+
+int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+               MPI_Comm comm) noexcept {
+  if (!agx_serves(comm, "MPI_Allgatherv"))
+    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           comm);
+  return run_gather(varying("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                            displs, recvtype, comm));
+}
+
+int iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+               MPI_Request* request) noexcept {
+  if (!agx_serves(comm, "MPI_Iallgather"))
+    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                           request);
+  return run_nonblocking(plain("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, comm),
+                         request);
+}
+
+int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                MPI_Request* request) noexcept {
+  if (!agx_serves(comm, "MPI_Iallgatherv"))
+    return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                            comm, request);
+  return run_nonblocking(varying("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcounts, displs, recvtype, comm),
+                         request);
+}
+
+int finalize() noexcept {
+  try {
+    print_summary();
+  } catch (...) {  // a summary must never stop MPI_Finalize
+  }
+  return PMPI_Finalize();
+}
+
+}  // namespace agx::pmpi
+
+extern "C" {
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return agx::pmpi::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  return agx::pmpi::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                               recvtype, comm);
+}
+
+int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return agx::pmpi::iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request);
+}
+
+int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request* request) {
+  return agx::pmpi::iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                recvtype, comm, request);
+}
+
+int MPI_Finalize(void) { return agx::pmpi::finalize(); }
+
+}  // extern "C"

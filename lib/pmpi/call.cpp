@@ -1,0 +1,248 @@
+// The interposer's one code path for MPI_Allgather(v) and MPI_Iallgather(v).
+//
+// Receive side: when every block (count_i elements of recvtype at displ_i * extent)
+// is one contiguous run of bytes, agx writes straight into the user's buffer with a
+// byte layout. Otherwise agx gathers into a contiguous temporary and each block is
+// unpacked by datatype, so nothing outside the receive regions is written.
+// Send side: a contiguous send goes straight in; anything else is packed first.
+// The bytes on the wire are the type signature's bytes in both cases, so ranks may
+// mix contiguous and derived types freely as long as the signatures match.
+
+#include "pmpi/call.hpp"
+
+#include <agx/bytes.hpp>
+#include <agx/error.hpp>
+
+#include "core/mpi_check.hpp"
+#include "pmpi/datatype.hpp"
+#include "pmpi/raise.hpp"
+#include "pmpi/report.hpp"
+#include "pmpi/settings.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace agx::pmpi {
+namespace {
+
+using Bytes = std::unique_ptr<std::byte[]>;
+
+Bytes allocate(std::size_t n) { return Bytes(new std::byte[n == 0 ? 1 : n]); }
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+/// The selection rule of lib/core/select.cpp, without AGX_ALGO: the fallback when
+/// AGX_ALGO is unusable (libagx reads AGX_ALGO itself for `automatic`).
+Algorithm rule_ignoring_environment(int nranks, const Layout& layout) {
+  if (nranks == 1) return Algorithm::direct;
+  std::size_t total = 0;
+  for (int b = 0; b < nranks; ++b) total += layout.bytes(b);
+  const bool power_of_two = (nranks & (nranks - 1)) == 0;
+  if (total <= 64 * 1024) return power_of_two ? Algorithm::recursive_doubling : Algorithm::bruck;
+  return nranks % 2 == 0 ? Algorithm::neighbor_exchange : Algorithm::ring;
+}
+
+/// AGX_ALGO when it can serve the call; otherwise one warning and the rule.
+Algorithm pick_algorithm(MPI_Comm comm, int nranks, const Layout& layout) {
+  const Settings& s = settings();
+  if (!s.algo_set) return choose_algorithm(nranks, layout, Options{});
+  if (s.forced) {
+    try {
+      return choose_algorithm(nranks, layout, Options{*s.forced});
+    } catch (const Error& e) {
+      warn_once(comm, "cannot:" + s.algo_text,
+                "AGX_ALGO=" + s.algo_text + " cannot serve a call (" + e.what() +
+                    "); such calls use the automatic choice");
+    }
+  } else {
+    warn_once(comm, "invalid-algo",
+              "AGX_ALGO='" + s.algo_text + "' names no algorithm; using the automatic choice");
+  }
+  return rule_ignoring_environment(nranks, layout);
+}
+
+/// Element counts and displacements of every block, checked.
+struct Blocks {
+  std::vector<std::int64_t> counts, displs;
+  std::vector<std::size_t> bytes;
+  std::size_t total_bytes = 0;
+};
+
+Blocks read_blocks(const GatherCall& c, const TypeInfo& rt, int n) {
+  Blocks b;
+  const auto un = static_cast<std::size_t>(n);
+  b.counts.resize(un);
+  b.displs.resize(un);
+  b.bytes.resize(un);
+  if (!c.is_v && c.recvcount < 0)
+    throw Error(MPI_ERR_COUNT, "agx: negative recvcount " + str(c.recvcount));
+  if (c.is_v && (c.recvcounts == nullptr || c.displs == nullptr))
+    throw Error(MPI_ERR_ARG, "agx: recvcounts or displs is NULL");
+  for (std::size_t i = 0; i < un; ++i) {
+    const auto si = static_cast<std::int64_t>(i);
+    b.counts[i] = c.is_v ? c.recvcounts[i] : c.recvcount;
+    b.displs[i] = c.is_v ? c.displs[i] : si * c.recvcount;
+    if (b.counts[i] < 0)
+      throw Error(MPI_ERR_COUNT, "agx: negative recvcounts[" + str(si) + "] " + str(b.counts[i]));
+    b.bytes[i] = data_bytes(rt, b.counts[i], "receive count");
+    if (__builtin_add_overflow(b.total_bytes, b.bytes[i], &b.total_bytes))
+      throw Error(MPI_ERR_COUNT, "agx: total receive size overflows");
+  }
+  return b;
+}
+
+/// Address of block i's first element (where the datatype starts).
+char* element_address(void* recvbuf, const Blocks& b, const TypeInfo& rt, std::size_t i) {
+  std::int64_t offset = 0;
+  if (__builtin_mul_overflow(b.displs[i], static_cast<std::int64_t>(rt.extent), &offset))
+    throw Error(MPI_ERR_ARG, "agx: displacement " + str(b.displs[i]) + " overflows");
+  return static_cast<char*>(recvbuf) + offset;
+}
+
+/// A byte layout over `bytes` at `offsets`; uniform when it is one.
+Layout make_layout(const std::vector<std::size_t>& bytes, const std::vector<std::size_t>& offsets) {
+  const std::size_t b0 = bytes.empty() ? 0 : bytes[0];
+  bool uniform = true;
+  for (std::size_t i = 0; i < bytes.size() && uniform; ++i)
+    uniform = bytes[i] == b0 && offsets[i] == i * b0;
+  return uniform ? Layout::uniform(static_cast<int>(bytes.size()), b0)
+                 : Layout::varying(bytes, offsets);
+}
+
+/// Offsets of the blocks in a contiguous temporary, in rank order.
+std::vector<std::size_t> packed_offsets(const Blocks& b) {
+  std::vector<std::size_t> offsets(b.bytes.size());
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < b.bytes.size(); ++i) offsets[i] = at, at += b.bytes[i];
+  return offsets;
+}
+
+bool ranges_overlap(const char* a, std::size_t na, const char* b, std::size_t nb) {
+  return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
+int gather(const GatherCall& c) {
+  const double t0 = PMPI_Wtime();
+  int n = 0, rank = 0;
+  check_mpi(PMPI_Comm_size(c.comm, &n), "MPI_Comm_size");
+  check_mpi(PMPI_Comm_rank(c.comm, &rank), "MPI_Comm_rank");
+  const auto me = static_cast<std::size_t>(rank);
+  bool in_place = c.sendbuf == MPI_IN_PLACE;
+
+  const TypeInfo rt = describe_type(c.recvtype);
+  const Blocks b = read_blocks(c, rt, n);
+  if (c.recvbuf == nullptr && rt.true_lb == 0 && b.total_bytes > 0)
+    throw Error(MPI_ERR_BUFFER, "agx: receive buffer is NULL with a non-zero count");
+
+  TypeInfo st;
+  const char* send_data = nullptr;  // contiguous send bytes, when not packed
+  if (!in_place) {
+    st = describe_type(c.sendtype);
+    if (c.sendcount < 0) throw Error(MPI_ERR_COUNT, "agx: negative sendcount " + str(c.sendcount));
+    const std::size_t send_bytes = data_bytes(st, c.sendcount, "sendcount");
+    if (send_bytes != b.bytes[me])
+      throw Error(send_bytes > b.bytes[me] ? MPI_ERR_TRUNCATE : MPI_ERR_COUNT,
+                  "agx: rank " + str(rank) + " sends " + str(static_cast<std::int64_t>(send_bytes)) +
+                      " bytes but its receive block holds " +
+                      str(static_cast<std::int64_t>(b.bytes[me])));
+    if (c.sendbuf == nullptr && st.true_lb == 0 && send_bytes > 0)
+      throw Error(MPI_ERR_BUFFER, "agx: send buffer is NULL with a non-zero count");
+    if (is_contiguous(st, c.sendcount)) send_data = static_cast<const char*>(c.sendbuf) + st.true_lb;
+  }
+
+  bool recv_direct = true;
+  for (std::size_t i = 0; i < b.counts.size() && recv_direct; ++i)
+    recv_direct = is_contiguous(rt, b.counts[i]);
+
+  Bytes send_tmp, recv_tmp;
+  if (!in_place && send_data == nullptr) {  // non-contiguous send: pack it
+    send_tmp = allocate(b.bytes[me]);
+    pack(c.sendbuf, c.sendcount, st, send_tmp.get(), c.comm);
+    send_data = reinterpret_cast<const char*>(send_tmp.get());
+  }
+
+  std::vector<std::size_t> offsets;
+  void* recv_base = nullptr;
+  if (recv_direct) {
+    std::vector<char*> starts(b.bytes.size());
+    char* lowest = nullptr;
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      starts[i] = element_address(c.recvbuf, b, rt, i) + rt.true_lb;
+      if (b.bytes[i] > 0 && (lowest == nullptr || starts[i] < lowest)) lowest = starts[i];
+    }
+    if (lowest == nullptr) lowest = static_cast<char*>(c.recvbuf);
+    offsets.resize(starts.size());
+    for (std::size_t i = 0; i < starts.size(); ++i)
+      offsets[i] = b.bytes[i] > 0 ? static_cast<std::size_t>(starts[i] - lowest) : 0;
+    recv_base = lowest;
+    if (!in_place && send_tmp == nullptr) {
+      if (send_data == starts[me]) {
+        in_place = true;  // the send buffer is the own receive block: nothing to copy
+      } else {
+        for (std::size_t i = 0; i < starts.size(); ++i)
+          if (ranges_overlap(send_data, b.bytes[me], starts[i], b.bytes[i]))
+            throw Error(MPI_ERR_BUFFER, "agx: the send buffer overlaps receive block " +
+                                            str(static_cast<std::int64_t>(i)) +
+                                            "; use MPI_IN_PLACE");
+      }
+    }
+  } else {
+    offsets = packed_offsets(b);
+    recv_tmp = allocate(b.total_bytes);
+    recv_base = recv_tmp.get();
+    if (in_place)  // the own block is in the user's buffer: bring it into the temporary
+      pack(element_address(c.recvbuf, b, rt, me), b.counts[me], rt, recv_tmp.get() + offsets[me],
+           c.comm);
+  }
+
+  const Layout layout = make_layout(b.bytes, offsets);
+  const Algorithm a = pick_algorithm(c.comm, n, layout);
+  const Buffers buffers{in_place ? nullptr : send_data, recv_base, in_place};
+  const Algorithm ran = allgather_bytes(c.comm, buffers, layout, Options{a});
+
+  if (!recv_direct) {
+    for (std::size_t i = 0; i < b.counts.size(); ++i) {
+      if (in_place && i == me) continue;
+      unpack(recv_tmp.get() + offsets[i], element_address(c.recvbuf, b, rt, i), b.counts[i], rt,
+             c.comm);
+    }
+  }
+  record_call(ran, b.total_bytes, PMPI_Wtime() - t0);
+  announce(c.comm, c.function, ran, b.total_bytes);
+  return MPI_SUCCESS;
+}
+
+bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  return PMPI_Initialized(&initialized) == MPI_SUCCESS && initialized &&
+         PMPI_Finalized(&finalized) == MPI_SUCCESS && !finalized;
+}
+
+}  // namespace
+
+bool agx_serves(MPI_Comm comm, const char* function) {
+  if (settings().disabled) {  // untouched: no MPI call of ours unless verbose
+    record_passthrough();
+    if (settings().verbose && comm != MPI_COMM_NULL && mpi_running())
+      announce_passthrough(comm, function, "AGX_DISABLE is set");
+    return false;
+  }
+  int inter = 0;
+  if (!mpi_running() || comm == MPI_COMM_NULL ||
+      PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) {
+    record_passthrough();  // erroneous: the MPI library reports it
+    return false;
+  }
+  if (!inter) return true;
+  record_passthrough();
+  announce_passthrough(comm, function, "inter-communicator");
+  return false;
+}
+
+int run_gather(const GatherCall& call) noexcept {
+  return guarded(call.comm, call.function, [&] { return gather(call); });
+}
+
+}  // namespace agx::pmpi

@@ -1,0 +1,46 @@
+#pragma once
+// What the interposer tells the user: per-process counters (also exported as
+// agx_pmpi_* C functions for tests and tools), AGX_VERBOSE lines, once-only
+// warnings, and the AGX_SUMMARY table printed at MPI_Finalize.
+
+#include <mpi.h>
+
+#include <agx/algorithm.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace agx::pmpi {
+
+/// Counts one call that agx ran: `bytes` gathered on this rank, `seconds` spent.
+void record_call(Algorithm a, std::size_t bytes, double seconds);
+
+/// Counts one call handed to the MPI library.
+void record_passthrough();
+
+/// AGX_VERBOSE: on the communicator's rank 0, names the algorithm the first time
+/// it runs for this communicator and size class (power-of-two bucket of the bytes
+/// gathered per rank).
+void announce(MPI_Comm comm, const char* function, Algorithm a, std::size_t total_bytes);
+
+/// AGX_VERBOSE: on the communicator's rank 0, says once per communicator why its
+/// calls go to the MPI library.
+void announce_passthrough(MPI_Comm comm, const char* function, const char* why);
+
+/// Prints "agx: warning: <message>" to stderr the first time `key` is seen in this
+/// process on a rank that is rank 0 of `comm` (one line per job for MPI_COMM_WORLD).
+void warn_once(MPI_Comm comm, const std::string& key, const std::string& message);
+
+/// AGX_SUMMARY: sums the counters over MPI_COMM_WORLD and prints the table on its
+/// rank 0. Collective over MPI_COMM_WORLD; call it before PMPI_Finalize.
+void print_summary();
+
+}  // namespace agx::pmpi
+
+extern "C" {
+/// Calls that went through agx in this process: all of them for a null or empty
+/// name, else those that ran the named algorithm ("ring", ...).
+unsigned long long agx_pmpi_calls(const char* algorithm);
+/// Calls this process handed to the MPI library (AGX_DISABLE, inter-communicators, ...).
+unsigned long long agx_pmpi_passthrough_calls(void);
+}

@@ -1,0 +1,41 @@
+// Reads the interposer's environment variables once.
+
+#include "pmpi/settings.hpp"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace agx::pmpi {
+namespace {
+
+/// "1", "yes", "true", "on" (any case of the first letter) count as set.
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return false;
+  const std::string_view s(v);
+  return s == "1" || s == "yes" || s == "Yes" || s == "YES" || s == "true" || s == "True" ||
+         s == "TRUE" || s == "on" || s == "On" || s == "ON";
+}
+
+Settings read_settings() {
+  Settings s;
+  s.disabled = env_flag("AGX_DISABLE");
+  s.verbose = env_flag("AGX_VERBOSE");
+  s.summary = env_flag("AGX_SUMMARY");
+  if (const char* algo = std::getenv("AGX_ALGO"); algo != nullptr && *algo != '\0') {
+    s.algo_text = algo;
+    const auto a = parse_algorithm(algo);
+    s.algo_set = !a || *a != Algorithm::automatic;
+    if (a && *a != Algorithm::automatic) s.forced = *a;
+  }
+  return s;
+}
+
+}  // namespace
+
+const Settings& settings() {
+  static const Settings s = read_settings();
+  return s;
+}
+
+}  // namespace agx::pmpi

@@ -1,0 +1,31 @@
+#pragma once
+// The interposer's settings, read once from the environment (docs/interposer.md):
+// AGX_DISABLE, AGX_VERBOSE, AGX_SUMMARY, and its own reading of AGX_ALGO (a bad
+// value is a warning and a fallback here, not an error as in the C++ API).
+
+#include <agx/algorithm.hpp>
+
+#include <optional>
+#include <string>
+
+namespace agx::pmpi {
+
+struct Settings {
+  /// AGX_DISABLE=1: every call goes to the MPI library untouched.
+  bool disabled = false;
+  /// AGX_VERBOSE=1: one line per communicator and size class naming the algorithm.
+  bool verbose = false;
+  /// AGX_SUMMARY=1: calls, bytes and time per algorithm, printed at MPI_Finalize.
+  bool summary = false;
+  /// AGX_ALGO names a concrete algorithm.
+  std::optional<Algorithm> forced;
+  /// AGX_ALGO is set to something other than "auto" (valid or not).
+  bool algo_set = false;
+  /// AGX_ALGO's text, for messages.
+  std::string algo_text;
+};
+
+/// The process-wide settings, read on first use.
+const Settings& settings();
+
+}  // namespace agx::pmpi
