@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <set>
 #include <unordered_map>
 
@@ -78,7 +79,9 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
         const Load& l = loads[i][lv];
         std::size_t bytes = std::max(l.bytes_out, l.bytes_in);
         if (lv == 1) bytes = std::max(bytes, nic_bytes[placement.node_of(ranks[i])]);
-        const double t = cost[lv].alpha_s * static_cast<double>(std::max(l.msgs_out, l.msgs_in)) +
+        const std::size_t msgs = std::max(l.msgs_out, l.msgs_in);
+        if (msgs == 0) continue;
+        const double t = cost[lv].alpha_s + cost[lv].overhead_s * static_cast<double>(msgs - 1) +
                          cost[lv].beta_s_per_byte * static_cast<double>(bytes);
         rank_time = std::max(rank_time, t);
       }
@@ -95,6 +98,51 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
     total = params.copy_s_per_byte * static_cast<double>(own);
   }
   return total;
+}
+
+double predict_shared_memory(const Layout& layout, const CostParams& params, bool in_place) {
+  std::size_t total = 0, own_max = 0;
+  for (int b = 0; b < layout.nranks(); ++b) {
+    total += layout.bytes(b);
+    own_max = std::max(own_max, layout.bytes(b));
+  }
+  // Copy-in of the own block, then copy-out of everything (the own block too, out of
+  // place); two flag synchronizations (published, and done reading).
+  const std::size_t out = in_place ? total - std::min(total, own_max) : total;
+  return 2 * params.node_sync_s + params.copy_s_per_byte * static_cast<double>(own_max + out);
+}
+
+double predict_hierarchical(const Layout& layout, const Placement& placement,
+                            const CostParams& params, bool in_place) {
+  const int nodes = placement.nodes();
+  // Node aggregates: the bytes of all blocks of each node, laid out node after node.
+  std::vector<std::size_t> agg(static_cast<std::size_t>(nodes), 0), offsets(agg.size(), 0);
+  std::unordered_map<int, int> index_of;
+  for (int r = 0; r < layout.nranks(); ++r) {
+    auto [it, fresh] = index_of.try_emplace(placement.node_of(r), static_cast<int>(index_of.size()));
+    agg[static_cast<std::size_t>(it->second)] += layout.bytes(r);
+  }
+  for (std::size_t j = 1; j < agg.size(); ++j) offsets[j] = offsets[j - 1] + agg[j - 1];
+  double inter = 0;
+  if (nodes > 1) {
+    std::vector<int> leaders(static_cast<std::size_t>(nodes));
+    for (int j = 0; j < nodes; ++j) leaders[static_cast<std::size_t>(j)] = j;
+    const Placement between(leaders);
+    const Layout aggregates = Layout::varying(agg, offsets);
+    inter = std::numeric_limits<double>::infinity();
+    for (const Planner* p : all_planners())
+      inter = std::min(inter, predict_seconds(*p, aggregates, between, params, true));
+  }
+  return predict_shared_memory(layout, params, in_place) + inter;
+}
+
+double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+                         const CostParams& params, bool in_place) {
+  if (a == Algorithm::shared_memory)
+    return placement.nodes() == 1 ? predict_shared_memory(layout, params, in_place)
+                                  : std::numeric_limits<double>::infinity();
+  if (a == Algorithm::hierarchical) return predict_hierarchical(layout, placement, params, in_place);
+  return predict_seconds(planner_for(a), layout, placement, params, in_place);
 }
 
 }  // namespace agx

@@ -3,9 +3,11 @@
 // (rounds, bytes per message, the level each message crosses, how many messages a rank
 // handles per round), never from a per-algorithm formula that could drift from its plan.
 //
-//   time = Σ_rounds max_ranks max_levels [ α_l · msgs_l + β_l · bytes_l ]  + γ · own block
+//   time = Σ_rounds max_ranks max_levels [ α_l + o_l · (msgs_l - 1) + β_l · bytes_l ]
+//          + γ · own block
 //
-// msgs_l / bytes_l: the larger of what a rank sends and receives on level l in that round
+// α_l: one round's latency; o_l: each further message of the round (they overlap, so o is
+// far below α); msgs_l / bytes_l: the larger of what a rank sends and receives on level l
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
 // γ: the local copy of the own block (out of place).
@@ -22,14 +24,15 @@ namespace agx {
 enum class Level : int { node = 0, network = 1 };
 
 struct LevelCost {
-  double alpha_s = 0;           ///< per message
+  double alpha_s = 0;           ///< latency of a round with one message each way
   double beta_s_per_byte = 0;   ///< per byte on the wire
+  double overhead_s = 0;        ///< each further message in the same round
 };
 
 /// α/β per level and the local copy cost. Built-in defaults: docs/tuning.md.
 struct CostParams {
-  LevelCost node{1.0e-6, 1.0 / 6.0e9};
-  LevelCost network{3.0e-6, 1.0 / 11.0e9};
+  LevelCost node{1.0e-6, 1.0 / 6.0e9, 0.2e-6};
+  LevelCost network{3.0e-6, 1.0 / 11.0e9, 0.5e-6};
   double copy_s_per_byte = 1.0 / 8.0e9;
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
   double node_sync_s = 0.5e-6;
@@ -54,6 +57,20 @@ class Placement {
 /// folding algorithms change role), the same on every rank.
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
                        const CostParams& params, bool in_place = false);
+
+/// Shared-memory all-gather on one node: copy-in of the own block, a flag
+/// synchronization, copy-out of the others (each rank writes N·M, (N-1)·M in place).
+double predict_shared_memory(const Layout& layout, const CostParams& params, bool in_place);
+
+/// Hierarchical: node stage in, the cheapest point-to-point schedule between nodes on the
+/// node aggregates (one leader per node), node stage out.
+double predict_hierarchical(const Layout& layout, const Placement& placement,
+                            const CostParams& params, bool in_place);
+
+/// Any concrete algorithm (schedules, shared_memory, hierarchical). Infinity when the
+/// algorithm cannot serve this placement (shared_memory across nodes).
+double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+                         const CostParams& params, bool in_place);
 
 /// The ranks whose schedules the prediction looks at.
 std::vector<int> sampled_ranks(int nranks);

@@ -54,6 +54,8 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
       if (!(words >> v) || v < 0) bad("expected a non-negative number");
       if (key == "node.alpha_s") t.params.node.alpha_s = v;
       else if (key == "node.beta_s_per_byte") t.params.node.beta_s_per_byte = v;
+      else if (key == "node.overhead_s") t.params.node.overhead_s = v;
+      else if (key == "network.overhead_s") t.params.network.overhead_s = v;
       else if (key == "network.alpha_s") t.params.network.alpha_s = v;
       else if (key == "network.beta_s_per_byte") t.params.network.beta_s_per_byte = v;
       else if (key == "copy_s_per_byte") t.params.copy_s_per_byte = v;
@@ -75,7 +77,9 @@ std::string format_tuning(const Tuning& t) {
   for (const auto& h : t.header) out << h << '\n';
   out << "node.alpha_s " << t.params.node.alpha_s << '\n'
       << "node.beta_s_per_byte " << t.params.node.beta_s_per_byte << '\n'
+      << "node.overhead_s " << t.params.node.overhead_s << '\n'
       << "network.alpha_s " << t.params.network.alpha_s << '\n'
+      << "network.overhead_s " << t.params.network.overhead_s << '\n'
       << "network.beta_s_per_byte " << t.params.network.beta_s_per_byte << '\n'
       << "copy_s_per_byte " << t.params.copy_s_per_byte << '\n'
       << "node_sync_s " << t.params.node_sync_s << '\n';

@@ -1,0 +1,248 @@
+// agx-tune: measures this machine (or allocation) and writes a tuning file.
+//
+//   mpirun -np N agx-tune [--output FILE] [--crossovers] [--max-bytes B] [--compare]
+//
+// Measures, with MPI point-to-point on agx's own path:
+//   node.alpha_s / node.beta_s_per_byte        a schedule round inside every node at once:
+//                                              each rank sends right, receives from the left
+//   network.alpha_s / network.beta_s_per_byte  the same round among the first ranks of all
+//                                              (virtual) nodes; = node level on one node
+//   copy_s_per_byte                            memcpy of 4 MiB by every rank at once, median
+//   node_sync_s                                half a shared-memory all-gather of 1 byte
+// α is the median round time at 8 bytes; β the slope between 256 KiB and 4 MiB. Measured
+// with all ranks busy, so oversubscription and shared memory bandwidth are included.
+// --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4) and
+// records the fastest per size class ("best" lines). --compare prints predicted
+// against measured time for every algorithm and size, with the error.
+// Rank 0 writes the file; AGX_TUNING_FILE=FILE makes agx use it.
+
+#include <agx/agx.hpp>
+
+#include "core/cost_model.hpp"
+#include "core/tuning.hpp"
+#include "hier/topology.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+int rank = 0, nranks = 1;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// One round of a schedule, as the executor runs it: every rank of `comm` sends `bytes`
+// to its right neighbour and receives as many from its left one, all at once.
+// Median over repetitions, slowest rank. MPI_COMM_NULL: not a member (returns 0).
+double shift_round(MPI_Comm comm, std::size_t bytes) {
+  double m = 0;
+  if (comm != MPI_COMM_NULL) {
+    int n = 0, r = 0;
+    MPI_Comm_size(comm, &n);
+    MPI_Comm_rank(comm, &r);
+    std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
+    const int reps = bytes >= (1 << 20) ? 10 : 50, rounds = 8;
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      for (int k = 0; k < rounds; ++k)  // back to back, as the rounds of a schedule
+        MPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, (r + 1) % n, 0, in.data(),
+                     static_cast<int>(bytes), MPI_BYTE, (r - 1 + n) % n, 0, comm, MPI_STATUS_IGNORE);
+      t.push_back((MPI_Wtime() - t0) / rounds);
+    }
+    m = median(t);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+// A round in which every rank of `comm` sends 8 bytes to every other rank (as `direct`).
+double all_round(MPI_Comm comm) {
+  double m = 0;
+  if (comm != MPI_COMM_NULL) {
+    int n = 0;
+    MPI_Comm_size(comm, &n);
+    std::vector<char> out(8), in(8 * static_cast<std::size_t>(n));
+    std::vector<MPI_Request> req;
+    std::vector<double> t;
+    for (int i = 0; i < 50; ++i) {
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      for (int k = 0; k < 8; ++k) {
+        req.clear();
+        for (int p = 0; p < n; ++p) {
+          req.emplace_back();
+          MPI_Irecv(in.data() + 8 * p, 8, MPI_BYTE, p, 1, comm, &req.back());
+          req.emplace_back();
+          MPI_Isend(out.data(), 8, MPI_BYTE, p, 1, comm, &req.back());
+        }
+        MPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+      }
+      t.push_back((MPI_Wtime() - t0) / 8);
+    }
+    m = median(t);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+// α: an 8-byte round; o: the extra time per further message of a round with one message
+// to every rank; β: the slope of the round time between 256 KiB and 4 MiB.
+agx::LevelCost fit_level(MPI_Comm comm) {
+  agx::LevelCost c;
+  c.alpha_s = shift_round(comm, 8);
+  int n = 0;
+  if (comm != MPI_COMM_NULL) MPI_Comm_size(comm, &n);
+  MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const double t_all = all_round(comm);  // n messages each way, one of them to itself
+  c.overhead_s = n > 2 ? std::max(0.0, (t_all - c.alpha_s) / (n - 2)) : 0.0;
+  const double t_small = shift_round(comm, 256 << 10), t_big = shift_round(comm, 4 << 20);
+  c.beta_s_per_byte = std::max(0.0, (t_big - t_small) / static_cast<double>((4 << 20) - (256 << 10)));
+  return c;
+}
+
+// Every rank copies 4 MiB at the same time (as in an all-gather); median, slowest rank.
+double copy_cost() {
+  const std::size_t bytes = 4 << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  std::vector<double> t;
+  for (int i = 0; i < 20; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    std::memcpy(b.data(), a.data(), bytes);
+    t.push_back(MPI_Wtime() - t0);
+    a[static_cast<std::size_t>(i)] = b[bytes - 1 - static_cast<std::size_t>(i)];  // keep both alive
+  }
+  double m = median(t);
+  MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m / static_cast<double>(bytes);
+}
+
+// Median slowest-rank time of one algorithm at `bytes` per rank, out of place.
+double time_algorithm(agx::Algorithm a, std::size_t bytes, int iters) {
+  std::vector<unsigned char> send(bytes, static_cast<unsigned char>(rank)), recv(bytes * nranks);
+  agx::Allgather<unsigned char> gather(MPI_COMM_WORLD, {a});
+  gather(send, recv);  // warm-up (also creates per-communicator state)
+  std::vector<double> t(static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    gather(send, recv);
+    t[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, t.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return median(t);
+}
+
+bool can_run(agx::Algorithm a, const agx::Placement& placement) {
+  return !(a == agx::Algorithm::shared_memory && placement.nodes() > 1);
+}
+
+std::string now_iso() {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  std::string output = "agx-tuning.txt";
+  bool crossovers = false, compare = false;
+  std::size_t max_bytes = std::size_t{4} << 20;
+  std::string command = "agx-tune";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    command += " " + a;
+    if (a == "--output" && i + 1 < argc) { output = argv[++i]; command += std::string(" ") + argv[i]; }
+    else if (a == "--crossovers") crossovers = true;
+    else if (a == "--compare") compare = true;
+    else if (a == "--max-bytes" && i + 1 < argc) { max_bytes = std::stoull(argv[++i]); command += std::string(" ") + argv[i]; }
+    else {
+      if (rank == 0) std::fprintf(stderr, "agx-tune: unknown option %s\n", a.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+
+  agx::hier::Topology topo = agx::hier::discover_topology(MPI_COMM_WORLD);
+  const agx::Placement placement(topo.node_of);
+  int ranks_per_node = 0;
+  for (const auto& m : topo.members) ranks_per_node = std::max(ranks_per_node, static_cast<int>(m.size()));
+
+  agx::Tuning t;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string libline(lib, static_cast<std::size_t>(len));
+  libline = libline.substr(0, libline.find_first_of("\r\n"));
+  t.header = {"machine " + std::string(host) + " ranks " + std::to_string(nranks) + " nodes " +
+                  std::to_string(topo.nnodes) + " ranks_per_node " + std::to_string(ranks_per_node),
+              "mpi " + libline, "date " + now_iso(), "command " + command};
+
+  // Node level: all ranks of every node shift at once. Network level: the first rank
+  // of every node shifts with the other nodes' first ranks (one message per NIC).
+  MPI_Comm leaders = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, topo.local == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
+  int smallest_node = nranks;
+  for (const auto& m : topo.members) smallest_node = std::min(smallest_node, static_cast<int>(m.size()));
+  if (smallest_node >= 2) t.params.node = fit_level(topo.node_comm);
+  if (topo.nnodes >= 2) t.params.network = fit_level(leaders);
+  else t.params.network = t.params.node;
+  if (smallest_node < 2) t.params.node = t.params.network;
+  if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
+  t.params.copy_s_per_byte = copy_cost();
+  if (topo.nnodes == 1 && nranks >= 2) {
+    const double sync = time_algorithm(agx::Algorithm::shared_memory, 1, 200);
+    t.params.node_sync_s = sync / 2;  // two synchronizations per call
+  }
+
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = 1; b <= max_bytes; b *= 4) sizes.push_back(b);
+  if (crossovers || compare) {
+    if (rank == 0 && compare)
+      std::printf("%10s %20s %12s %12s %8s\n", "bytes", "algorithm", "measured_us", "predicted_us", "error");
+    for (std::size_t bytes : sizes) {
+      agx::Algorithm best = agx::Algorithm::automatic;
+      double best_t = std::numeric_limits<double>::max();
+      const int iters = bytes >= (1 << 20) ? 10 : 50;
+      for (const auto& e : agx::algorithm_table) {
+        if (e.id == agx::Algorithm::automatic || !can_run(e.id, placement)) continue;
+        const double m = time_algorithm(e.id, bytes, iters);
+        if (m < best_t) { best_t = m; best = e.id; }
+        if (rank == 0 && compare) {
+          const double p = agx::predict_algorithm(e.id, agx::Layout::uniform(nranks, bytes), placement, t.params, false);
+          std::printf("%10zu %20s %12.2f %12.2f %7.0f%%\n", bytes, std::string(e.name).c_str(), m * 1e6,
+                      p * 1e6, (p - m) / m * 100);
+        }
+      }
+      if (crossovers) t.best.push_back({nranks, ranks_per_node, bytes, best});
+    }
+  }
+  if (rank == 0) {
+    std::ofstream(output) << agx::format_tuning(t);
+    std::printf("agx-tune: wrote %s\n%s", output.c_str(), agx::format_tuning(t).c_str());
+  }
+  MPI_Comm_free(&topo.node_comm);
+  MPI_Finalize();
+  return 0;
+}
