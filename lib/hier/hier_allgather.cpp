@@ -20,7 +20,8 @@
 // Bytes: each rank copies M in and (N-1)·M out; each node's leaders together send and
 // receive what the inter-node schedule moves for nnodes blocks of node aggregates.
 // Special cases: one rank per node runs the inter-node schedule directly on the user's
-// buffers; one node with large blocks uses single copy when allowed (node_stage.hpp).
+// buffers; one node with small blocks (<= 504 B) passes them right behind the flags;
+// one node with large blocks uses single copy when enabled (node_stage.hpp).
 // Restrictions: none on counts or placement; `shared_memory` needs all ranks on one
 // (virtual) node.
 
@@ -36,6 +37,7 @@
 #include "hier/node_stage.hpp"
 #include "hier/settings.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -125,6 +127,15 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
   }
   const std::uint64_t gen = h.next_gen();
   const Settings& s = settings();
+  if (t.nnodes == 1) {
+    std::size_t largest = 0;
+    for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
+    if (largest <= InlineBlock::capacity) {
+      ++h.inline_calls;
+      inline_exchange(h, gen, buffers, layout);
+      return;
+    }
+  }
   if (t.nnodes == 1 && h.cma && total / static_cast<std::size_t>(t.size) >= s.cma_min_bytes) {
     ++h.single_copy_calls;
     single_copy(h, gen, buffers, layout);
@@ -186,10 +197,13 @@ std::string describe(MPI_Comm comm) {
   }
   os << "  leaders per node " << h.leaders << ", single copy (process_vm_readv) "
      << (h.cma ? "available" : "unavailable") << (s.cma ? "" : " (AGX_CMA=0)")
-     << ", used from " << s.cma_min_bytes << " B mean block\n";
+     << (s.cma_min_bytes == static_cast<std::size_t>(-1)
+             ? std::string(", not used (set AGX_CMA_MIN_BYTES to use it)")
+             : ", used from " + std::to_string(s.cma_min_bytes) + " B mean block")
+     << "\n";
   os << "  segment: header " << t.local_size() << " x " << sizeof(Slot) << " B, data "
      << h.data_bytes() << " B (grown " << h.grows() << "x), generation " << h.gen()
-     << ", staged calls " << h.staged_calls << ", single-copy calls " << h.single_copy_calls
+     << ", inline calls " << h.inline_calls << ", staged calls " << h.staged_calls << ", single-copy calls " << h.single_copy_calls
      << ", chunk " << s.chunk_bytes << " B\n";
   return os.str();
 }

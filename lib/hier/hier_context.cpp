@@ -67,12 +67,13 @@ HierContext::~HierContext() {
 void HierContextDeleter::operator()(HierContext* h) const { delete h; }
 
 void HierContext::wait_done(std::uint64_t gen) {
-  if (gen == 0) return;
+  if (gen <= synced_) return;
   const int n = topo.local_size();
   for (int i = 0; i < n; ++i) {
     const Slot& s = slots_[i];
     wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; });
   }
+  mark_synced(gen);
 }
 
 std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {

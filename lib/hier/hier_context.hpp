@@ -11,6 +11,9 @@
 //   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
 //   slot[i].address    single copy: where its block lives in its own address space
 //   slot[i].pid        its process id (for process_vm_readv)
+//   slot[i].inline_data[gen & 1]   small calls (every block <= 504 B, one node): the
+//                      block itself right behind its sequence number, so a reader
+//                      takes one dependent cache miss per peer, not two
 //
 // Data segment: 2 halves. A call whose total T fits in a half uses half (gen & 1), so
 // back-to-back small calls never wait for readers of the previous call; a larger call
@@ -36,12 +39,20 @@
 
 namespace agx::hier {
 
-struct alignas(128) Slot {
+/// A block small enough to travel inside the flag's own cache line.
+struct alignas(64) InlineBlock {
+  static constexpr std::size_t capacity = 504;  // 8 cache lines with the sequence
+  std::atomic<std::uint64_t> seq{0};  ///< gen whose block `bytes` holds
+  std::byte bytes[capacity];
+};
+
+struct alignas(64) Slot {
   std::atomic<std::uint64_t> progress{0};
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> ready{0};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
+  InlineBlock inline_data[2];
 };
 
 class HierContext {
@@ -68,10 +79,14 @@ class HierContext {
   const Schedule& inter_schedule(Algorithm a);
   int next_leader_tag() { return static_cast<int>(leader_tag_++ % 32768u); }
 
+  /// Records that every local rank has finished reading call `gen` and all before it
+  /// (then waiting for their `done` flags up to `gen` costs nothing: no cache misses).
+  void mark_synced(std::uint64_t gen) { synced_ = gen > synced_ ? gen : synced_; }
+
   std::uint64_t next_gen() { return ++gen_; }
   std::uint64_t gen() const { return gen_; }
   std::uint64_t grows() const { return grows_; }
-  std::uint64_t single_copy_calls = 0, staged_calls = 0;
+  std::uint64_t single_copy_calls = 0, staged_calls = 0, inline_calls = 0;
 
   // Per-call scratch (no allocation on the hot path after the first call).
   std::vector<std::size_t> seg_offset, node_bytes, node_offset, slice_bytes, slice_offset;
@@ -82,6 +97,7 @@ class HierContext {
   std::unique_ptr<SharedSegment> header_, data_;
   Slot* slots_ = nullptr;
   std::uint64_t gen_ = 0;
+  std::uint64_t synced_ = 0;
   std::array<std::uint64_t, 2> last_use_{};
   std::uint64_t grows_ = 0;
   unsigned leader_tag_ = 0;

@@ -85,6 +85,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
   if (small) {  // one chunk each: wait for all, then as few memcpy calls as possible
     wait_node_complete(h, c);
     copy_runs(c, members);
+    h.mark_synced(c.gen - 1);  // every local rank has started this call
     return;
   }
   // Large: chunk by chunk, starting with the next rank so that readers spread out.
@@ -104,7 +105,9 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
       wait_progress(s, progress_mark(c.gen, k2 + 1));
       std::memcpy(dst + at, src + at, len);
     }
+    if (bytes == 0) wait_progress(s, progress_mark(c.gen, 0));
   }
+  h.mark_synced(c.gen - 1);  // every local rank has started this call
 }
 
 void copy_out_remote(HierContext& h, const StagedCall& c) {
@@ -126,6 +129,30 @@ void copy_out_remote(HierContext& h, const StagedCall& c) {
     It end() const { return It{t, t.size}; }
   };
   copy_runs(c, Remote{h.topo});
+}
+
+void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout) {
+  const Topology& t = h.topo;
+  const int me = t.rank, n = t.local_size();
+  const auto& members = t.members[static_cast<std::size_t>(t.node)];
+  const std::size_t parity = gen & 1;
+  std::byte* own_dst = recv_at(buffers, layout, me);
+  InlineBlock& mine = h.own_slot().inline_data[parity];
+  if (const std::size_t bytes = layout.bytes(me); bytes > 0) {
+    std::memcpy(mine.bytes, buffers.in_place ? own_dst : buffers.send, bytes);
+    if (!buffers.in_place) std::memcpy(own_dst, buffers.send, bytes);
+  }
+  mine.seq.store(gen, std::memory_order_release);
+  for (int k = 1; k < n; ++k) {
+    const int j = (t.local + k) % n;
+    const int r = members[static_cast<std::size_t>(j)];
+    const InlineBlock& b = h.slot(j).inline_data[parity];
+    wait_until([&] { return b.seq.load(std::memory_order_acquire) >= gen; });
+    if (const std::size_t bytes = layout.bytes(r); bytes > 0)
+      std::memcpy(recv_at(buffers, layout, r), b.bytes, bytes);
+  }
+  h.mark_synced(gen - 1);  // every local rank has started this call
+  h.own_slot().done.store(gen, std::memory_order_release);
 }
 
 void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout) {
@@ -163,6 +190,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
     const Slot& s = h.slot(j);
     wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; });
   }
+  h.mark_synced(gen);
 }
 
 }  // namespace agx::hier

@@ -57,6 +57,9 @@ void copy_out_local(HierContext& h, const StagedCall& c);
 /// Copies the blocks of all other nodes out of the segment, once every leader is ready.
 void copy_out_remote(HierContext& h, const StagedCall& c);
 
+/// Tiny blocks inside one node: each block travels in its owner's flag line.
+void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout);
+
 /// The single-copy all-gather inside one node (all ranks on the node).
 void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout);
 

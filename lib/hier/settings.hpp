@@ -9,8 +9,9 @@
 //                             aggregate (capped at the smallest node); default 1
 //   AGX_SHM_CHUNK_BYTES=b     copy-in/copy-out chunk of large blocks; default 64 KiB
 //   AGX_CMA=0|1               allow the single-copy path (process_vm_readv); default 1
-//   AGX_CMA_MIN_BYTES=b       single copy when the mean block is at least b; default
-//                             measured on the development machine (docs/hierarchy.md)
+//   AGX_CMA_MIN_BYTES=b       single copy when the mean block is at least b; default:
+//                             never (on the development machine the staged path was
+//                             faster at every size, docs/hierarchy.md)
 
 #include <agx/algorithm.hpp>
 
@@ -26,7 +27,7 @@ struct Settings {
   int leaders = 1;
   std::size_t chunk_bytes = 64 * 1024;
   bool cma = true;
-  std::size_t cma_min_bytes = 64 * 1024;
+  std::size_t cma_min_bytes = static_cast<std::size_t>(-1);  // off: never faster here
 };
 
 const Settings& settings();
