@@ -1,0 +1,45 @@
+#pragma once
+// agx-bench's command line: which sizes, candidates, forms and places to sweep, and
+// where the results go. `agx-bench --help` prints the same list.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bench {
+
+/// How block sizes vary across ranks. `regular` is MPI_Allgather / Allgather<T>::operator();
+/// the others run the v form (MPI_Allgatherv / Allgather<T>::v) with the same total of
+/// N x bytes-per-rank, spread unevenly (see pattern.hpp).
+enum class Form { regular, one_large, many_zero, ramp };
+
+std::string_view form_name(Form f);
+
+struct Settings {
+  std::vector<std::size_t> sizes;   ///< per-rank bytes of the sweep, ascending
+  std::vector<std::string> algos;   ///< agx algorithm names; all of agx::algorithm_table by default
+  bool mpi = true;                  ///< the MPI library's own MPI_Allgather(v)
+  bool copy_bound = true;           ///< memcpy of the bytes each rank must write
+  std::vector<bool> in_place{false};
+  std::vector<Form> forms{Form::regular};
+  int passes = 5;                   ///< interleaved batches per candidate and size
+  double batch_seconds = 0.02;      ///< target length of one batch
+  int max_iters = 1000;             ///< iterations per batch at most
+  std::string csv, json;            ///< output files (empty: none)
+  std::string table = "wide";       ///< wide | long | none
+  int progress = -1;                ///< 1 on, 0 off, -1 when stderr is a terminal
+  std::string memory = "host";      ///< host (device: once the GPU issue lands)
+  std::string command_line;
+  std::string corrupt;              ///< self-test: this candidate's result gets one flipped byte
+};
+
+/// Thrown by parse() for --help (code 0) and for bad arguments (code 2, message printed).
+struct UsageExit {
+  int code;
+};
+
+/// Parses the command line (identically on every rank); rank 0 prints help and errors.
+Settings parse(int argc, char** argv, int rank);
+
+}  // namespace bench
