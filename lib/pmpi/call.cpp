@@ -57,7 +57,7 @@ Algorithm pick_algorithm(MPI_Comm comm, int nranks, const Layout& layout) {
                     "); such calls use the automatic choice");
     }
   } else {
-    warn_once(comm, "invalid-algo",
+    warn_once(MPI_COMM_WORLD, "invalid-algo",  // a job-wide mistake: one line per job
               "AGX_ALGO='" + s.algo_text + "' names no algorithm; using the automatic choice");
   }
   return rule_ignoring_environment(nranks, layout);
