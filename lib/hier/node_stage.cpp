@@ -9,6 +9,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -80,9 +81,13 @@ void wait_node_complete(HierContext& h, const StagedCall& c) {
 void copy_out_local(HierContext& h, const StagedCall& c) {
   const auto& members = h.topo.members[static_cast<std::size_t>(h.topo.node)];
   const int n = static_cast<int>(members.size());
+  // Blocks up to 16 KiB: wait for all, then as few memcpy calls as possible. Larger
+  // blocks go chunk by chunk, even when one chunk holds them (measured: one 128 KiB
+  // memcpy after waiting for all was 2x slower than two overlapped 64 KiB ones).
+  constexpr std::size_t merge_limit = 16 * 1024;
   bool small = true;
-  for (int r : members) small = small && c.layout->bytes(r) <= c.chunk_bytes;
-  if (small) {  // one chunk each: wait for all, then as few memcpy calls as possible
+  for (int r : members) small = small && c.layout->bytes(r) <= std::min(merge_limit, c.chunk_bytes);
+  if (small) {
     wait_node_complete(h, c);
     copy_runs(c, members);
     h.mark_synced(c.gen - 1);  // every local rank has started this call
