@@ -58,8 +58,10 @@ int run(int argc, char** argv) {
   table.meta(meta);
 
   const std::size_t points = s.forms.size() * s.in_place.size() * s.sizes.size();
-  const bool show = s.progress == 1 || (s.progress < 0 && isatty(STDERR_FILENO));
-  bench::Progress progress(root && show, points);
+  std::FILE* progress_to = nullptr;
+  if (s.progress == 1 || (s.progress < 0 && isatty(STDERR_FILENO))) progress_to = stderr;
+  else if (s.progress < 0 && isatty(STDOUT_FILENO)) progress_to = stdout;
+  bench::Progress progress(root ? progress_to : nullptr, points);
   std::vector<bench::Row> all_rows;
   std::size_t point = 0, bad = 0;
   for (const bench::Form form : s.forms)

@@ -39,7 +39,8 @@ Output:
   --csv FILE         rows as CSV (machine, MPI library, N... as '# key: value' lines first)
   --json FILE        the same as one JSON document {"meta": {...}, "rows": [...]}
   --table wide|long|none   stdout table: one line per size (default), per candidate, or none
-  --progress / --no-progress   progress line on stderr (default: when it is a terminal)
+  --progress / --no-progress   progress line (default: on stderr when it is a terminal,
+                     else on stdout when that is one; --progress forces stderr)
 Self-test:
   --corrupt NAME     flip one received byte after every call of candidate NAME, to
                      show that a wrong result is reported as WRONG (exit status 1)

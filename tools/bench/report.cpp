@@ -274,18 +274,19 @@ bool write_json(const std::string& path, const Meta& m, const std::vector<Row>& 
 
 void Progress::show(std::size_t point, const Problem& p, const std::string& candidate, int pass,
                     int passes) {
-  if (!on_) return;
+  if (!out_) return;
   if (start_ < 0) start_ = MPI_Wtime();
-  std::fprintf(stderr, "\r\033[K[%zu/%zu] %s %s %s  %s pass %d/%d  %.0f s", point + 1, total_,
+  std::fprintf(out_, "\r\033[K[%zu/%zu] %s %s %s  %s pass %d/%d  %.0f s", point + 1, total_,
                std::string(form_name(p.form)).c_str(), place_name(p.in_place),
                human_bytes(p.bytes_per_rank).c_str(), candidate.c_str(), pass + 1, passes,
                MPI_Wtime() - start_);
-  std::fflush(stderr);
+  std::fflush(out_);
 }
 
 void Progress::done() {
-  if (on_ && start_ >= 0) std::fprintf(stderr, "\r\033[K");
-  std::fflush(stderr);
+  if (!out_ || start_ < 0) return;
+  std::fprintf(out_, "\r\033[K");
+  std::fflush(out_);
 }
 
 }  // namespace bench

@@ -70,15 +70,17 @@ class CsvFile {
 /// Writes {"meta": {...}, "rows": [...]} to `path`; false when it cannot.
 bool write_json(const std::string& path, const Meta& m, const std::vector<Row>& rows);
 
-/// A one-line progress report on stderr, rewritten in place ("\r"); cleared by done().
+/// A one-line progress report rewritten in place ("\r") on `out` (null: off); cleared by
+/// done(). agx-bench picks stderr when it is a terminal, else stdout when that is one
+/// (under Open MPI's mpirun a rank's stdout is a terminal, its stderr a pipe).
 class Progress {
  public:
-  Progress(bool on, std::size_t total_points) : on_(on), total_(total_points) {}
+  Progress(std::FILE* out, std::size_t total_points) : out_(out), total_(total_points) {}
   void show(std::size_t point, const Problem& p, const std::string& candidate, int pass, int passes);
   void done();
 
  private:
-  bool on_;
+  std::FILE* out_;
   std::size_t total_;
   double start_ = -1;
 };
