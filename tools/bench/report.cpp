@@ -158,7 +158,9 @@ void Table::meta(const Meta& m) const {
   if (style_ == "none") return;
   std::printf("# agx-bench %s  %s\n", m.agx_version.c_str(), m.date_utc.c_str());
   std::printf("# host %s: %s, %d cores\n", m.hostname.c_str(), m.cpu_model.c_str(), m.cores);
-  std::printf("# MPI: %s (standard %s)\n", m.mpi_library.c_str(), m.mpi_standard.c_str());
+  std::string lib = m.mpi_library;  // MPICH's is long: the CSV and JSON keep it whole
+  if (lib.size() > 100) lib = lib.substr(0, 97) + "...";
+  std::printf("# MPI: %s (standard %s)\n", lib.c_str(), m.mpi_standard.c_str());
   std::printf("# N = %d ranks on %d node(s), %d-%d ranks per node, %s memory\n", m.ranks, m.nodes,
               m.ranks_per_node_min, m.ranks_per_node_max, m.memory.c_str());
   std::printf("# times: median us of the slowest rank; (x): ratio to the MPI library, below 1 = faster\n");
