@@ -1,17 +1,26 @@
 // agx-info: what agx sees of the machine and the job, as every rank reports it.
 //
-//   mpirun -np 4 agx-info [--call BYTES]
+//   mpirun -np 4 agx-info [--call BYTES] [--sizes MIN:MAX]
 //
 // Prints, per node (from its first rank): the nodes and their ranks (after any
 // virtual-node setting), the machine as hwloc sees it (packages, NUMA domains,
 // cores, caches), each local rank's binding and last core, the leaders, whether
 // single copy works, and the state of the shared-memory segment. With --call, one
 // hierarchical all-gather of BYTES per rank runs first, so the segment shows in use.
+// Then (rank 0): the MPI library and whether it is CUDA-aware, the tuning in use, and the
+// predicted time of every algorithm for per-rank sizes MIN..MAX (×4; default 8 B..16 MiB)
+// with auto's choice marked.
 
 #include <agx/agx.hpp>
 
+#include "core/select.hpp"
 #include "hier/hier.hpp"
 
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,9 +31,17 @@ int main(int argc, char** argv) {
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  std::size_t call_bytes = 0;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--call") call_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+  std::size_t call_bytes = 0, min_bytes = 8, max_bytes = std::size_t{16} << 20;
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--call") call_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    if (a == "--sizes") {
+      const std::string v = argv[i + 1];
+      min_bytes = std::max<std::size_t>(1, std::strtoull(v.c_str(), nullptr, 10));
+      if (const auto colon = v.find(':'); colon != std::string::npos)
+        max_bytes = std::strtoull(v.c_str() + colon + 1, nullptr, 10);
+    }
+  }
   int rc = 0;
   try {
     if (call_bytes > 0) {
@@ -43,6 +60,22 @@ int main(int argc, char** argv) {
     std::string all(static_cast<std::size_t>(total), '\0');
     MPI_Gatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
     if (rank == 0) std::fputs(all.c_str(), stdout);
+    std::vector<std::size_t> sizes;
+    for (std::size_t b = min_bytes; b <= max_bytes; b *= 4) sizes.push_back(b);
+    const std::string selection = agx::describe_selection(MPI_COMM_WORLD, sizes);
+    if (rank == 0) {
+      char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+      int liblen = 0;
+      MPI_Get_library_version(lib, &liblen);
+      std::string first(lib, static_cast<std::size_t>(liblen));
+      first = first.substr(0, first.find_first_of("\r\n"));
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+      const char* cuda = MPIX_Query_cuda_support() ? "yes" : "no (built with CUDA support, none at run time)";
+#else
+      const char* cuda = "no (the library declares no CUDA support)";
+#endif
+      std::printf("mpi: %s\ncuda-aware: %s\n%s", first.c_str(), cuda, selection.c_str());
+    }
   } catch (const agx::Error& e) {
     std::fprintf(stderr, "agx-info (rank %d): %s\n", rank, e.what());
     rc = 1;

@@ -6,9 +6,11 @@
 namespace agx {
 
 struct Options {
-  /// `automatic` defers to AGX_ALGO when it is set, else to the selection rule.
+  /// `automatic` defers to AGX_ALGO when it is set, else to the calibrated choice.
   /// Any other value forces that algorithm; AGX_ALGO is then ignored.
   Algorithm algorithm = Algorithm::automatic;
+  /// With false, `automatic` ignores AGX_ALGO (the interposer's fallback uses this).
+  bool use_environment = true;
 };
 
 }  // namespace agx

@@ -7,6 +7,7 @@
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
+#include "core/select.hpp"
 #include "hier/hier.hpp"
 
 #include <string>
@@ -26,7 +27,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
     throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
   if (!buffers.in_place && buffers.send == nullptr && layout.bytes(ctx.rank()) > 0)
     throw Error(MPI_ERR_BUFFER, "agx: send buffer is null");
-  const Algorithm a = choose_algorithm(ctx.size(), layout, options);
+  const Algorithm a = select_algorithm(ctx, layout, options, buffers.in_place);
   if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) {
     hier::run(ctx, a, buffers, layout);
     return a;

@@ -2,6 +2,7 @@
 
 #include "core/mpi_check.hpp"
 #include "core/planner.hpp"
+#include "core/select.hpp"
 
 #include <mutex>
 #include <set>
@@ -85,6 +86,13 @@ const Schedule& CommContext::schedule(Algorithm a) {
   auto& slot = schedules_[static_cast<std::size_t>(a)];
   if (!slot) slot = planner_for(a).plan({size_, rank_});
   return *slot;
+}
+
+void SelectorDeleter::operator()(Selector* s) const { delete s; }
+
+Selector& CommContext::selector() {
+  if (!selector_) selector_.reset(new Selector(*this));
+  return *selector_;
 }
 
 int CommContext::next_tag() {

@@ -16,6 +16,11 @@
 
 namespace agx {
 
+class Selector;  // core/select.hpp
+struct SelectorDeleter {
+  void operator()(Selector* s) const;
+};
+
 namespace hier {
 class HierContext;  // lib/hier: topology and shared segments of a communicator
 struct HierContextDeleter {
@@ -51,6 +56,9 @@ class CommContext {
   hier::HierContext* hier() const { return hier_.get(); }
   void set_hier(hier::HierContext* h) { hier_.reset(h); }
 
+  /// The automatic selection state, created on first use (collective then).
+  Selector& selector();
+
  private:
   explicit CommContext(MPI_Comm user_comm);
 
@@ -60,6 +68,7 @@ class CommContext {
   unsigned sequence_ = 0;
   std::array<std::optional<Schedule>, algorithm_table.size()> schedules_;
   std::unique_ptr<hier::HierContext, hier::HierContextDeleter> hier_;
+  std::unique_ptr<Selector, SelectorDeleter> selector_;
 
   friend int delete_context(MPI_Comm, int, void*, void*);
 };

@@ -1,45 +1,108 @@
-// Choosing the algorithm for a call: explicit option, then AGX_ALGO, then the rule.
-//
-// The rule (until calibrated selection lands): with S = total bytes gathered per rank,
-//   N == 1                      -> direct (nothing to send)
-//   S <= 64 KiB, N power of 2   -> recursive_doubling   (log2 N rounds)
-//   S <= 64 KiB, otherwise      -> bruck                (ceil(log2 N) rounds)
-//   larger, N even              -> neighbor_exchange    (N/2 rounds, bandwidth-optimal)
-//   larger, N odd               -> ring                 (N-1 rounds, bandwidth-optimal)
-// These mirror the thresholds the MPI libraries use for small/large all-gathers.
+#include "core/select.hpp"
 
-#include <agx/bytes.hpp>
 #include <agx/error.hpp>
 
+#include "core/comm_context.hpp"
 #include "core/config.hpp"
+#include "core/mpi_check.hpp"
 #include "core/planner.hpp"
+#include "hier/hier.hpp"
+#include "hier/hier_context.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <limits>
+#include <sstream>
 #include <string>
 
 namespace agx {
 namespace {
 
-constexpr std::size_t small_total_bytes = 64 * 1024;
-
-std::size_t total_bytes(const Layout& layout) {
+std::size_t mean_block_bytes(const Layout& layout) {
   std::size_t total = 0;
   for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
-  return total;
+  return layout.nranks() == 0 ? 0 : total / static_cast<std::size_t>(layout.nranks());
 }
 
-Algorithm by_rule(int nranks, const Layout& layout) {
-  if (nranks == 1) return Algorithm::direct;
-  const bool power_of_two = (nranks & (nranks - 1)) == 0;
-  if (total_bytes(layout) <= small_total_bytes)
-    return power_of_two ? Algorithm::recursive_doubling : Algorithm::bruck;
-  return nranks % 2 == 0 ? Algorithm::neighbor_exchange : Algorithm::ring;
+// Size classes are powers of two of the mean block: 0, 1, 2-3, 4-7, ...
+int size_class(const Layout& layout) { return std::bit_width(mean_block_bytes(layout)); }
+
+// The tuning of rank 0, on every rank (a file that only some ranks can read, or that
+// differs between nodes, must not split the choice).
+Tuning agreed_tuning(MPI_Comm comm, int rank) {
+  std::string text;
+  if (rank == 0) {
+    try {
+      text = format_tuning(load_tuning());
+    } catch (const Error& e) {
+      text = std::string("!") + e.what();
+    }
+  }
+  unsigned long long length = text.size();
+  check_mpi(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm), "MPI_Bcast");
+  text.resize(length);
+  check_mpi(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm), "MPI_Bcast");
+  if (!text.empty() && text[0] == '!') throw Error(MPI_ERR_FILE, text.substr(1));
+  const char* path = std::getenv("AGX_TUNING_FILE");
+  return parse_tuning(text, path != nullptr && *path != '\0' ? path : "built-in defaults");
+}
+
+bool can_serve(Algorithm a, const Placement& p) {
+  if (a == Algorithm::automatic) return false;
+  if (a == Algorithm::shared_memory) return p.nodes() == 1;
+  if (a == Algorithm::hierarchical) return p.nodes() > 1 && p.nodes() < p.nranks();
+  return planner_for(a).unsupported_reason({p.nranks(), 0}).empty();
 }
 
 }  // namespace
 
-Algorithm choose_algorithm(int nranks, const Layout& layout, const Options& options) {
+Selector::Selector(CommContext& ctx)
+    : placement_(hier::hier_context(ctx).topo.node_of), tuning_(agreed_tuning(ctx.comm(), ctx.rank())) {
+  for (const auto& m : hier::hier_context(ctx).topo.members)
+    ranks_per_node_ = std::max(ranks_per_node_, static_cast<int>(m.size()));
+  if (tuning_.source == "built-in defaults") tuning_.params = CostParams{};
+}
+
+Algorithm Selector::measured(const Layout& layout) const {
+  const Algorithm a = tuning_.measured(placement_.nranks(), ranks_per_node_, mean_block_bytes(layout));
+  return a != Algorithm::automatic && can_serve(a, placement_) ? a : Algorithm::automatic;
+}
+
+std::vector<std::pair<Algorithm, double>> Selector::predictions(const Layout& layout,
+                                                                bool in_place) const {
+  std::vector<std::pair<Algorithm, double>> out;
+  for (const auto& e : algorithm_table)
+    if (can_serve(e.id, placement_))
+      out.emplace_back(e.id, predict_algorithm(e.id, layout, placement_, tuning_.params, in_place));
+  return out;
+}
+
+Algorithm Selector::choose(const Layout& layout, bool in_place) {
+  if (placement_.nranks() == 1) return Algorithm::direct;
+  const auto key = std::make_tuple(size_class(layout), in_place, layout.is_uniform());
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  Algorithm best = measured(layout);
+  if (best == Algorithm::automatic) {
+    double best_s = std::numeric_limits<double>::infinity();
+    for (const auto& [a, s] : predictions(layout, in_place))
+      if (s < best_s) best_s = s, best = a;  // ties: table order (first wins)
+  }
+  cache_.emplace(key, best);
+  return best;
+}
+
+std::string Selector::reason(const Layout& layout, bool in_place) const {
+  if (placement_.nranks() == 1) return "one rank";
+  if (measured(layout) != Algorithm::automatic) return "measured fastest (" + tuning_.source + ")";
+  (void)in_place;
+  return "lowest predicted time (" + tuning_.source + ")";
+}
+
+Algorithm select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
+                           bool in_place) {
   Algorithm a = options.algorithm;
-  if (a == Algorithm::automatic) {
+  if (a == Algorithm::automatic && options.use_environment) {
     const Config& c = config();
     if (!c.invalid_algo.empty()) {
       std::string known;
@@ -48,13 +111,52 @@ Algorithm choose_algorithm(int nranks, const Layout& layout, const Options& opti
     }
     if (c.forced) a = *c.forced;
   }
-  if (a == Algorithm::automatic) return by_rule(nranks, layout);
+  if (a == Algorithm::automatic) return ctx.selector().choose(layout, in_place);
   // Not schedules of their own: lib/hier checks them against the topology at the call.
   if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return a;
-  const std::string why = planner_for(a).unsupported_reason({nranks, 0});
+  const std::string why = planner_for(a).unsupported_reason({ctx.size(), 0});
   if (!why.empty())
     throw Error(MPI_ERR_ARG, "agx: algorithm '" + std::string(to_string(a)) + "' cannot serve this call: " + why);
   return a;
+}
+
+Algorithm choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options, bool in_place) {
+  return select_algorithm(CommContext::of(comm), layout, options, in_place);
+}
+
+std::string describe_selection(MPI_Comm comm, const std::vector<std::size_t>& sizes) {
+  CommContext& ctx = CommContext::of(comm);
+  Selector& sel = ctx.selector();
+  const CostParams& p = sel.tuning().params;
+  std::ostringstream os;
+  os << "tuning: " << sel.tuning().source << '\n';
+  for (const auto& h : sel.tuning().header) os << "  " << h << '\n';
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  node:    alpha %.2f us, overhead %.2f us/msg, %.2f GB/s\n"
+                "  network: alpha %.2f us, overhead %.2f us/msg, %.2f GB/s\n"
+                "  copy %.2f GB/s, node sync %.2f us, measured winners: %zu\n",
+                p.node.alpha_s * 1e6, p.node.overhead_s * 1e6, 1e-9 / p.node.beta_s_per_byte,
+                p.network.alpha_s * 1e6, p.network.overhead_s * 1e6, 1e-9 / p.network.beta_s_per_byte,
+                1e-9 / p.copy_s_per_byte, p.node_sync_s * 1e6, sel.tuning().best.size());
+  os << line;
+  os << "placement: " << ctx.size() << " ranks on " << sel.placement().nodes() << " node(s), up to "
+     << sel.ranks_per_node() << " per node\n";
+  os << "predicted us per call (slowest rank), * = auto's choice:\n";
+  for (std::size_t bytes : sizes) {
+    const Layout layout = Layout::uniform(ctx.size(), bytes);
+    const Algorithm chosen = sel.choose(layout, false);
+    std::snprintf(line, sizeof line, "%10zu B", bytes);
+    os << line;
+    for (const auto& [a, s] : sel.predictions(layout, false)) {
+      std::snprintf(line, sizeof line, "  %s%s %.1f", a == chosen ? "*" : "",
+                    std::string(to_string(a)).c_str(), s * 1e6);
+      os << line;
+    }
+    os << "  [" << sel.reason(layout, false) << "]";
+    os << '\n';
+  }
+  return os.str();
 }
 
 }  // namespace agx

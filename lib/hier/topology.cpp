@@ -104,7 +104,8 @@ Topology discover_topology(MPI_Comm comm) {
   int lowest = 0;
   check_mpi(MPI_Allreduce(&t.rank, &lowest, 1, MPI_INT, MPI_MIN, t.node_comm), "MPI_Allreduce");
   std::vector<int> lowest_of(static_cast<std::size_t>(t.size));
-  check_mpi(MPI_Allgather(&lowest, 1, MPI_INT, lowest_of.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  // PMPI_ on purpose: under the interposer, MPI_Allgather would re-enter agx.
+  check_mpi(PMPI_Allgather(&lowest, 1, MPI_INT, lowest_of.data(), 1, MPI_INT, comm), "MPI_Allgather");
 
   // Nodes in order of their lowest rank; members in rank order.
   std::vector<int> leaders = lowest_of;
@@ -128,7 +129,7 @@ Topology discover_topology(MPI_Comm comm) {
   t.machine = machine();
   const Binding mine = own_binding();
   t.bindings.resize(static_cast<std::size_t>(t.local_size()));
-  check_mpi(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, t.bindings.data(), sizeof mine, MPI_BYTE,
+  check_mpi(PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, t.bindings.data(), sizeof mine, MPI_BYTE,
                           t.node_comm),
             "MPI_Allgather");
   return t;

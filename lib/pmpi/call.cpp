@@ -33,24 +33,15 @@ Bytes allocate(std::size_t n) { return Bytes(new std::byte[n == 0 ? 1 : n]); }
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-/// The selection rule of lib/core/select.cpp, without AGX_ALGO: the fallback when
-/// AGX_ALGO is unusable (libagx reads AGX_ALGO itself for `automatic`).
-Algorithm rule_ignoring_environment(int nranks, const Layout& layout) {
-  if (nranks == 1) return Algorithm::direct;
-  std::size_t total = 0;
-  for (int b = 0; b < nranks; ++b) total += layout.bytes(b);
-  const bool power_of_two = (nranks & (nranks - 1)) == 0;
-  if (total <= 64 * 1024) return power_of_two ? Algorithm::recursive_doubling : Algorithm::bruck;
-  return nranks % 2 == 0 ? Algorithm::neighbor_exchange : Algorithm::ring;
-}
-
-/// AGX_ALGO when it can serve the call; otherwise one warning and the rule.
-Algorithm pick_algorithm(MPI_Comm comm, int nranks, const Layout& layout) {
+/// AGX_ALGO when it can serve the call; otherwise one warning and the automatic
+/// choice with AGX_ALGO ignored.
+Algorithm pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_place) {
   const Settings& s = settings();
-  if (!s.algo_set) return choose_algorithm(nranks, layout, Options{});
+  const Options automatic{Algorithm::automatic, false};  // the choice without AGX_ALGO
+  if (!s.algo_set) return choose_algorithm(comm, layout, automatic, in_place);
   if (s.forced) {
     try {
-      return choose_algorithm(nranks, layout, Options{*s.forced});
+      return choose_algorithm(comm, layout, Options{*s.forced}, in_place);
     } catch (const Error& e) {
       warn_once(comm, "cannot:" + s.algo_text,
                 "AGX_ALGO=" + s.algo_text + " cannot serve a call (" + e.what() +
@@ -60,7 +51,7 @@ Algorithm pick_algorithm(MPI_Comm comm, int nranks, const Layout& layout) {
     warn_once(MPI_COMM_WORLD, "invalid-algo",  // a job-wide mistake: one line per job
               "AGX_ALGO='" + s.algo_text + "' names no algorithm; using the automatic choice");
   }
-  return rule_ignoring_environment(nranks, layout);
+  return choose_algorithm(comm, layout, automatic, in_place);
 }
 
 /// Element counts and displacements of every block, checked.
@@ -198,7 +189,7 @@ int gather(const GatherCall& c) {
   }
 
   const Layout layout = make_layout(b.bytes, offsets);
-  const Algorithm a = pick_algorithm(c.comm, n, layout);
+  const Algorithm a = pick_algorithm(c.comm, layout, in_place);
   const Buffers buffers{in_place ? nullptr : send_data, recv_base, in_place};
   const Algorithm ran = allgather_bytes(c.comm, buffers, layout, Options{a});
 
@@ -214,6 +205,17 @@ int gather(const GatherCall& c) {
   return MPI_SUCCESS;
 }
 
+// Set while this thread runs a call through agx. libagx itself may call MPI_Allgather
+// (lib/hier's topology discovery does); those nested calls go to the MPI library.
+thread_local bool inside_agx = false;
+
+struct InsideAgx {
+  InsideAgx() { inside_agx = true; }
+  ~InsideAgx() { inside_agx = false; }
+  InsideAgx(const InsideAgx&) = delete;
+  InsideAgx& operator=(const InsideAgx&) = delete;
+};
+
 bool mpi_running() {
   int initialized = 0, finalized = 0;
   return PMPI_Initialized(&initialized) == MPI_SUCCESS && initialized &&
@@ -223,6 +225,7 @@ bool mpi_running() {
 }  // namespace
 
 bool agx_serves(MPI_Comm comm, const char* function) {
+  if (inside_agx) return false;  // agx's own use of MPI: not a user call, not counted
   if (settings().disabled) {  // untouched: no MPI call of ours unless verbose
     record_passthrough();
     if (settings().verbose && comm != MPI_COMM_NULL && mpi_running())
@@ -242,6 +245,7 @@ bool agx_serves(MPI_Comm comm, const char* function) {
 }
 
 int run_gather(const GatherCall& call) noexcept {
+  const InsideAgx guard;
   return guarded(call.comm, call.function, [&] { return gather(call); });
 }
 

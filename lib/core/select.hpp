@@ -1,0 +1,62 @@
+#pragma once
+// Choosing the algorithm of a call (docs/tuning.md):
+//   1. an explicit Options::algorithm; 2. AGX_ALGO; 3. `auto`:
+//   the measured winner from the tuning file for this (ranks, ranks per node, size class)
+//   when the file has one, else the argmin of the cost model's prediction over every
+//   algorithm that can serve the call.
+// The choice is cached per communicator and size class, and is the same on every rank:
+// it depends only on the layout, the topology and the tuning, which rank 0 broadcasts.
+
+#include <agx/algorithm.hpp>
+#include <agx/bytes.hpp>
+
+#include "core/cost_model.hpp"
+#include "core/tuning.hpp"
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace agx {
+
+class CommContext;
+
+/// One communicator's selection state (owned by its CommContext).
+class Selector {
+ public:
+  /// Collective over ctx: topology (lib/hier) and tuning agreed from rank 0.
+  explicit Selector(CommContext& ctx);
+
+  /// The automatic choice for this call.
+  Algorithm choose(const Layout& layout, bool in_place);
+
+  /// Every algorithm that can serve the call, with its predicted seconds.
+  std::vector<std::pair<Algorithm, double>> predictions(const Layout& layout, bool in_place) const;
+
+  /// Why the automatic choice is what it is ("measured", "predicted").
+  std::string reason(const Layout& layout, bool in_place) const;
+
+  const Placement& placement() const { return placement_; }
+  const Tuning& tuning() const { return tuning_; }
+  int ranks_per_node() const { return ranks_per_node_; }
+
+ private:
+  Algorithm measured(const Layout& layout) const;
+
+  Placement placement_;
+  Tuning tuning_;
+  int ranks_per_node_ = 1;
+  std::map<std::tuple<int, bool, bool>, Algorithm> cache_;  // (size class, in place, uniform)
+};
+
+/// A readable table for agx-info: the tuning in use, then per size (bytes per rank,
+/// uniform blocks, out of place) the predicted time of every algorithm that can serve
+/// the call, the automatic choice marked with '*' and why. Collective on first use.
+std::string describe_selection(MPI_Comm comm, const std::vector<std::size_t>& sizes);
+
+/// The algorithm of a call: option, then AGX_ALGO, then ctx's selector.
+Algorithm select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
+                           bool in_place);
+
+}  // namespace agx
