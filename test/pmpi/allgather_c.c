@@ -359,7 +359,7 @@ static void check_counters(const char* algo) {
   CHECK(passed() == mpi_calls_made, "%llu calls passed to MPI, expected %llu", passed(),
         mpi_calls_made);
   static const char* known[] = {"direct", "ring", "neighbor_exchange", "recursive_doubling",
-                                "bruck"};
+                                "bruck", "hierarchical", "shared_memory"};
   int forced = 0;
   for (size_t i = 0; algo != NULL && i < sizeof known / sizeof known[0]; ++i)
     forced |= strcmp(algo, known[i]) == 0;

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 
-ALGOS = {"direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck"}
+ALGOS = {"direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck", "hierarchical",
+         "shared_memory"}
 
 
 def launch_command(opts, np, env):
