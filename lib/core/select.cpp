@@ -112,8 +112,12 @@ Algorithm select_algorithm(CommContext& ctx, const Layout& layout, const Options
     if (c.forced) a = *c.forced;
   }
   if (a == Algorithm::automatic) return ctx.selector().choose(layout, in_place);
-  // Not schedules of their own: lib/hier checks them against the topology at the call.
-  if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return a;
+  if (a == Algorithm::shared_memory && !can_serve(a, ctx.selector().placement()))
+    throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
+                                 std::to_string(ctx.size()) + " ranks span " +
+                                 std::to_string(ctx.selector().placement().nodes()) +
+                                 " nodes (use 'hierarchical')");
+  if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return a;  // lib/hier
   const std::string why = planner_for(a).unsupported_reason({ctx.size(), 0});
   if (!why.empty())
     throw Error(MPI_ERR_ARG, "agx: algorithm '" + std::string(to_string(a)) + "' cannot serve this call: " + why);
