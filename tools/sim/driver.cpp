@@ -1,0 +1,226 @@
+// agx-sim: runs agx's schedules with agx's own executor under SimGrid SMPI (or any MPI).
+//
+//   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi
+//                       --cost 5e-7,2.2e-12,5e-7,2.7e-6,2e-11,5e-7 [--check] [--label fat-tree]
+//
+// For every algorithm and size (bytes per rank) it plans the schedule with the planner
+// registry (lib/core/planner.cpp), runs it once with agx::execute on MPI_COMM_WORLD and
+// prints, on rank 0, one CSV line per point (prefix AGXSIM, columns in `header` below):
+// the simulated time of the slowest rank and the cost model's prediction.
+//
+// Names: every concrete planner; `hierarchical` = the point-to-point form of agx's
+// hierarchical algorithm (hier_p2p.hpp; lib/hier's shared memory is not simulated);
+// `auto` = argmin of the cost model over all of those, with the --cost parameters
+// (α, β, per-message overhead for the node level, then the network level);
+// `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>.
+// Ranks are placed node by node, --ppn per node (the hostfile must list them so).
+// --check: real buffers with a pattern, every result verified, every schedule validated
+// symbolically first; without it buffers come from SMPI_SHARED_MALLOC and are never touched.
+// Exit status: 0 all good, 1 a wrong result or a failed check, 2 bad arguments.
+
+#include <mpi.h>
+#ifdef SMPI_SHARED_MALLOC
+#define AGX_SIM_ALLOC(bytes) SMPI_SHARED_MALLOC(bytes)
+#define AGX_SIM_FREE(ptr) SMPI_SHARED_FREE(ptr)
+#else
+#define AGX_SIM_ALLOC(bytes) std::malloc(bytes)
+#define AGX_SIM_FREE(ptr) std::free(ptr)
+#endif
+
+#include "core/config.hpp"
+#include "core/cost_model.hpp"
+#include "core/executor.hpp"
+#include "core/planner.hpp"
+#include "core/validator.hpp"
+#include "hier_p2p.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace agx;
+
+constexpr const char* header =
+    "AGXSIM,label,nranks,ppn,algo,ran,bytes,sim_s,pred_s,wall_s,check";
+
+struct Args {
+  int ppn = 1;
+  std::vector<std::size_t> sizes;
+  std::vector<std::string> algos;
+  CostParams cost;
+  bool check = false;
+  std::string label = "sim";
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    if (comma > at) out.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+bool parse(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string key = argv[i];
+    if (key == "--check") { a.check = true; continue; }
+    if (i + 1 >= argc) return false;
+    const std::string value = argv[++i];
+    if (key == "--ppn") a.ppn = std::atoi(value.c_str());
+    else if (key == "--label") a.label = value;
+    else if (key == "--algos") a.algos = split(value);
+    else if (key == "--sizes") {
+      for (const std::string& s : split(value)) a.sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
+    } else if (key == "--cost") {
+      const std::vector<std::string> v = split(value);
+      if (v.size() != 6) return false;
+      double x[6];
+      for (int k = 0; k < 6; ++k) x[k] = std::strtod(v[static_cast<std::size_t>(k)].c_str(), nullptr);
+      a.cost.node = {x[0], x[1], x[2]};
+      a.cost.network = {x[3], x[4], x[5]};
+    } else return false;
+  }
+  return a.ppn >= 1 && !a.sizes.empty() && !a.algos.empty();
+}
+
+Placement placement_of(int n, int ppn) {
+  std::vector<int> node(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) node[static_cast<std::size_t>(r)] = r / ppn;
+  return Placement(node);
+}
+
+// The hierarchical planner for this size: leaders use the cheapest planner on aggregates.
+std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int ppn, std::size_t bytes,
+                                              const CostParams& cost) {
+  const int nodes = (n + ppn - 1) / ppn;
+  std::vector<std::size_t> agg(static_cast<std::size_t>(nodes)), off(agg.size());
+  for (int j = 0; j < nodes; ++j) {
+    agg[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(std::min(ppn, n - j * ppn));
+    off[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(j * ppn);
+  }
+  const Placement leaders = placement_of(nodes, 1);
+  const Layout aggregates = Layout::varying(agg, off);
+  const Planner* best = all_planners()[0];
+  double best_s = std::numeric_limits<double>::infinity();
+  for (const Planner* p : all_planners()) {
+    const double t = predict_seconds(*p, aggregates, leaders, cost, true);
+    if (t < best_s) { best_s = t; best = p; }
+  }
+  return std::make_unique<sim::HierP2PPlanner>(ppn, *best);
+}
+
+unsigned char pattern(int rank, std::size_t i) {
+  return static_cast<unsigned char>((rank * 131 + static_cast<int>(i % 251) * 7 + 1) & 0xff);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int n = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Args a;
+  if (!parse(argc, argv, a)) {
+    if (rank == 0) std::fprintf(stderr, "agx-sim: bad arguments (see the comment in driver.cpp)\n");
+    MPI_Finalize();
+    return 2;
+  }
+  const Placement placement = placement_of(n, a.ppn);
+  const std::size_t max_bytes = *std::max_element(a.sizes.begin(), a.sizes.end());
+  const std::size_t total = max_bytes * static_cast<std::size_t>(n);
+  auto* send = static_cast<unsigned char*>(a.check ? std::malloc(max_bytes + 1) : AGX_SIM_ALLOC(max_bytes + 1));
+  auto* recv = static_cast<unsigned char*>(a.check ? std::malloc(total + 1) : AGX_SIM_ALLOC(total + 1));
+  int failures = 0;
+  if (rank == 0) std::printf("%s\n", header);
+  for (const std::size_t bytes : a.sizes) {
+    const Layout layout = Layout::uniform(n, bytes);
+    const auto hier = hier_for(n, a.ppn, bytes, a.cost);
+    for (const std::string& name : a.algos) {
+      // Which planner runs, and its prediction (rank 0 decides for `auto`, all follow).
+      const Planner* planner = nullptr;
+      double pred = std::numeric_limits<double>::quiet_NaN();
+      if (name == "hierarchical") planner = hier.get();
+      else if (name == "auto") {
+        int choice = -1;  // index into all_planners(), or its size for `hierarchical`
+        if (rank == 0) {
+          pred = std::numeric_limits<double>::infinity();
+          const auto planners = all_planners();
+          for (std::size_t k = 0; k <= planners.size(); ++k) {
+            const Planner& p = k < planners.size() ? *planners[k] : *hier;
+            const double t = predict_seconds(p, layout, placement, a.cost, false);
+            if (t < pred) { pred = t; choice = static_cast<int>(k); }
+          }
+        }
+        MPI_Bcast(&choice, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        const auto planners = all_planners();
+        planner = choice < static_cast<int>(planners.size()) ? planners[static_cast<std::size_t>(choice)] : hier.get();
+      } else if (name != "mpi") {
+        const auto id = parse_algorithm(name);
+        if (!id || *id == Algorithm::automatic) {
+          if (rank == 0) std::fprintf(stderr, "agx-sim: unknown algorithm '%s'\n", name.c_str());
+          MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        planner = &planner_for(*id);
+      }
+      if (planner != nullptr && rank == 0 && name != "auto")
+        pred = predict_seconds(*planner, layout, placement, a.cost, false);
+      if (a.check && planner != nullptr && rank == 0) {
+        std::vector<Schedule> all;
+        for (int r = 0; r < n; ++r) all.push_back(planner->plan({n, r}));
+        if (const std::string why = validate(all); !why.empty()) {
+          std::fprintf(stderr, "agx-sim: %s: invalid schedule: %s\n", name.c_str(), why.c_str());
+          ++failures;
+        }
+      }
+      if (a.check) {
+        for (std::size_t i = 0; i < bytes; ++i) send[i] = pattern(rank, i);
+        std::fill(recv, recv + bytes * static_cast<std::size_t>(n), static_cast<unsigned char>(0xEE));
+      }
+      const Schedule schedule = planner != nullptr ? planner->plan({n, rank}) : Schedule{};
+      const auto wall0 = std::chrono::steady_clock::now();
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      if (planner != nullptr)
+        execute(schedule, Buffers{send, recv, false}, layout, MPI_COMM_WORLD, 4242,
+                Config::default_max_message_bytes);
+      else
+        MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
+                      MPI_BYTE, MPI_COMM_WORLD);
+      double elapsed = MPI_Wtime() - t0, slowest = 0;
+      MPI_Reduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+      int wrong = 0, any_wrong = 0;
+      if (a.check)
+        for (int b = 0; b < n && wrong == 0; ++b)
+          for (std::size_t i = 0; i < bytes; ++i)
+            if (recv[static_cast<std::size_t>(b) * bytes + i] != pattern(b, i)) { wrong = 1; break; }
+      MPI_Reduce(&wrong, &any_wrong, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+      if (rank == 0) {
+        failures += any_wrong;
+        std::string ran = planner == nullptr ? "mpi" : std::string(to_string(planner->id()));
+        if (planner == hier.get()) ran += "/" + std::string(to_string(hier->inner().id()));
+        std::printf("AGXSIM,%s,%d,%d,%s,%s,%zu,%.9g,%.9g,%.3f,%s\n", a.label.c_str(), n, a.ppn,
+                    name.c_str(), ran.c_str(), bytes, slowest, pred, wall,
+                    a.check ? (any_wrong ? "WRONG" : "ok") : "-");
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (a.check) { std::free(send); std::free(recv); }
+  else { AGX_SIM_FREE(send); AGX_SIM_FREE(recv); }
+  MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}
