@@ -5,7 +5,7 @@ set -euo pipefail
 build_dir=$1 source_dir=$2 mpirun=$3
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-meson install -C "$build_dir" --destdir "$scratch" --quiet >/dev/null
+meson install -C "$build_dir" --no-rebuild --destdir "$scratch" --quiet >/dev/null
 prefix=$(meson introspect "$build_dir" --buildoptions | python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
 root="$scratch$prefix"
 pcdir=$(dirname "$(find "$root" -name agx.pc | head -1)")
