@@ -17,6 +17,7 @@ enum class Algorithm : int {
   bruck,               ///< ceil(log2 N) rounds for any N, blocks addressed by index
   hierarchical,        ///< node stage in shared memory + node aggregates between nodes
   shared_memory,       ///< all ranks on one node: shared segment or single copy
+  distance_halving,    ///< recursive doubling, largest distance first (Sparbit's idea)
 };
 
 struct AlgorithmName {
@@ -25,7 +26,7 @@ struct AlgorithmName {
   std::string_view summary;
 };
 
-inline constexpr std::array<AlgorithmName, 8> algorithm_table{{
+inline constexpr std::array<AlgorithmName, 9> algorithm_table{{
     {Algorithm::automatic, "auto", "choose by rule from rank count and message size"},
     {Algorithm::direct, "direct", "one round: send own block to all, receive from all"},
     {Algorithm::ring, "ring", "N-1 rounds to the right neighbour; bandwidth-optimal"},
@@ -38,6 +39,8 @@ inline constexpr std::array<AlgorithmName, 8> algorithm_table{{
      "shared-memory node stage, node aggregates between nodes by a schedule (lib/hier)"},
     {Algorithm::shared_memory, "shared_memory",
      "one node: shared segment with flag sync, single copy for large blocks (lib/hier)"},
+    {Algorithm::distance_halving, "distance_halving",
+     "log2 N rounds, partner rank^(N/2^k): heavy rounds between near (same-node) ranks"},
 }};
 
 /// Name of an algorithm as used by AGX_ALGO and in every log line.

@@ -7,9 +7,10 @@
 namespace agx {
 
 std::span<const Planner* const> all_planners() {
-  static const std::array<const Planner*, 5> planners{
+  static const std::array<const Planner*, 6> planners{
       &direct_planner(), &ring_planner(), &neighbor_exchange_planner(),
-      &recursive_doubling_planner(), &bruck_planner()};
+      &recursive_doubling_planner(), &bruck_planner(),
+      &distance_halving_planner()};
   return planners;
 }
 

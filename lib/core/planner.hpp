@@ -36,5 +36,6 @@ const Planner& ring_planner();
 const Planner& neighbor_exchange_planner();
 const Planner& recursive_doubling_planner();
 const Planner& bruck_planner();
+const Planner& distance_halving_planner();
 
 }  // namespace agx
