@@ -12,9 +12,9 @@ A SimGrid host is a node; its --ppn ranks share it. Links (per direction, SPLITD
       (SimGrid's cluster loopback: every flow gets the full rate; no per-GPU port limit)
 Topologies (SimGrid <cluster> tags):
   fat-tree  2 levels, d hosts per leaf switch, d spines (full bisection), d ~ sqrt(hosts)
-  dragonfly ~sqrt(hosts) groups of chassis x routers (<= 4) x hosts (<= 4); between each
-            pair of groups max(1, round(group size / (groups-1) / 2)) global links, so a
-            group's global links carry between half and all of its hosts' bandwidth
+  dragonfly the most groups (power of two) SimGrid allows, of chassis x routers (<= 4) x
+            hosts (4, or 2 in small groups); each router owns about one global link, so a
+            group's global bandwidth is 1/4 (1/2) of its hosts' injection bandwidth
 Per-message CPU overheads (smpi/os, smpi/or) are set by run-grid, 0.5 us each.
 """
 import json
@@ -36,13 +36,23 @@ def fat_tree(hosts):
 
 
 def dragonfly(hosts):
-    groups = 2 ** math.ceil(math.log2(hosts) / 2)
+    # SimGrid attaches the global links of a group to its routers: it crashes unless
+    # global links per pair x (groups - 1) <= routers per group. Take the most groups
+    # (a power of two) that allows, and give every router one global link.
+    groups = 2
+    while True:
+        g = groups * 2
+        size = hosts // g
+        per_router = 4 if size >= 16 else 2
+        if size < 2 or size // per_router < g - 1:
+            break
+        groups = g
     size = hosts // groups
-    per_router = min(4, size)
-    routers = min(4, size // per_router)
-    chassis = size // (per_router * routers)
-    glinks = max(1, round(size / max(1, groups - 1) / 2))
-    # host, router-router (chassis), chassis-chassis, global, chassis, router, host
+    per_router = min(4 if size >= 16 else 2, size)
+    routers_total = size // per_router
+    routers = min(4, routers_total)
+    chassis = routers_total // routers
+    glinks = max(1, routers_total // (groups - 1))
     return "DRAGONFLY", f"{groups},{glinks};{chassis},1;{routers},1;{per_router}", 7
 
 
