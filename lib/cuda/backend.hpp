@@ -1,0 +1,53 @@
+#pragma once
+// What lib/cuda needs from the CUDA runtime, in one place: implemented with CUDA in
+// cuda_ops.cu / memory_cuda.cu / ipc_cuda.cu, and by no_cuda.cpp ("every pointer is host
+// memory") when agx is built without CUDA. Everything else in lib/cuda is plain C++ and
+// MPI and is built in both cases.
+
+#include "cuda/device_ops.hpp"
+#include "cuda/pinned_pool.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace agx::cuda::backend {
+
+/// The process-wide CUDA streams/events implementation. Throws agx::Error without CUDA.
+DeviceOps& device_ops();
+/// The process-wide pool of pinned staging buffers (over device_ops()).
+PinnedPool& pinned_pool();
+
+/// Copies `bytes` between any kinds of memory and waits (cudaMemcpy, after the caller's
+/// legacy default stream). Throws agx::Error on a CUDA failure.
+void copy_sync(void* dst, const void* src, std::size_t bytes);
+/// Waits for the caller's work on the legacy default stream.
+void wait_caller_stream();
+
+/// What a rank publishes for CUDA IPC: its receive allocation and its ready event.
+struct IpcExport {
+  unsigned char memory[64];  ///< cudaIpcMemHandle_t of the receive allocation
+  unsigned char event[64];   ///< cudaIpcEventHandle_t of this process's ready event
+  std::uint64_t offset;      ///< receive buffer start within that allocation
+  std::int32_t ok;           ///< 0: this rank cannot take part
+  std::int32_t device;       ///< CUDA device ordinal (informational)
+};
+
+/// Starts this rank's part of an IPC call: orders after the caller's legacy stream,
+/// puts the own block in place (`send` -> `recv + own_offset`, unless in place),
+/// records the ready event and fills `out`. False when `recv` cannot be exported.
+bool ipc_begin(const void* send, void* recv, bool in_place, std::size_t own_offset,
+               std::size_t own_bytes, IpcExport& out);
+
+/// A peer's receive allocation and ready event, opened once and cached per handle.
+struct IpcPeer {
+  std::byte* base = nullptr;  ///< the peer's receive buffer start in this process
+  void* event = nullptr;      ///< cudaEvent_t
+};
+/// Opens (or finds in the cache) a peer's export; base == nullptr when impossible.
+IpcPeer ipc_open(const IpcExport& peer);
+/// Enqueues: wait for the peer's ready event, then copy `bytes` from `src` to `dst`.
+void ipc_copy(std::byte* dst, const std::byte* src, std::size_t bytes, const IpcPeer& peer);
+/// Waits for every copy of this call.
+void ipc_finish();
+
+}  // namespace agx::cuda::backend

@@ -1,0 +1,44 @@
+#pragma once
+// Choosing the device path of a call with a small cost model (docs/gpu.md):
+//   aware:   t_schedule * aware_factor + aware_alpha        (MPI moves device memory)
+//   staging: t_schedule + 2 * copy_alpha + 2 * min(largest block, piece) / pcie
+//            (the copies that do not overlap messages: first chunk in, last one out)
+//   ipc:     ipc_alpha + total / peer_bandwidth             (one D2D copy per peer)
+// Every input is the same on every rank, so every rank picks the same path.
+// t_schedule is the core cost model's prediction of the host schedule. The constants
+// are uncalibrated defaults for an H100/H200-class node; scripts/gpu-check.sh measures
+// the real paths. Only paths that can serve the call are compared.
+
+#include <agx/algorithm.hpp>
+#include <agx/bytes.hpp>
+
+#include "cuda/settings.hpp"
+
+#include <cstddef>
+
+namespace agx::cuda {
+
+struct PathCostParams {
+  double aware_factor = 1.2;
+  double aware_alpha_s = 5e-6;
+  double copy_alpha_s = 8e-6;
+  double pcie_s_per_byte = 1.0 / 25e9;
+  double ipc_alpha_s = 30e-6;
+  double peer_s_per_byte = 1.0 / 150e9;
+};
+
+/// What can serve the call (agreed over all ranks).
+struct PathOptions {
+  bool aware = false;  ///< every rank's MPI library is CUDA-aware
+  bool ipc = false;    ///< one node and every receive buffer is device memory
+};
+
+/// Predicted seconds of `p` for a call whose host schedule takes `schedule_s`.
+double predict_path(Path p, double schedule_s, const Layout& layout,
+                    std::size_t piece_bytes, const PathCostParams& c = {});
+
+/// The cheapest path among those allowed (staging is always allowed).
+Path choose_path(const PathOptions& allowed, double schedule_s, const Layout& layout,
+                 std::size_t piece_bytes, const PathCostParams& c = {});
+
+}  // namespace agx::cuda

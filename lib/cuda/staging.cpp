@@ -1,0 +1,259 @@
+// The staging pipeline (see staging.hpp). One call is one Staging object:
+//   begin:  D2D own block send->recv (out of place), D2H own block in chunks on `d2h`
+//   rounds: post receives on the mirror; post each send once the own-block chunks it
+//           reads are on the host; as each receive completes, H2D its bytes on
+//           h2d_a / h2d_b alternately; wait for the sends
+//   end:    wait for every stream; the pinned mirror goes back to the pool.
+
+#include "cuda/staging.hpp"
+
+#include "core/message.hpp"
+#include "core/mpi_check.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace agx::cuda {
+namespace {
+
+/// Bytes the mirror needs: the end of the furthest non-empty block.
+std::size_t extent_bytes(const Layout& layout) {
+  std::size_t end = 0;
+  for (int b = 0; b < layout.nranks(); ++b)
+    if (layout.bytes(b) > 0) end = std::max(end, layout.offset(b) + layout.bytes(b));
+  return end;
+}
+
+class Staging {
+ public:
+  Staging(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device, const Layout& layout,
+          const StagingSettings& settings)
+      : ops_(ops),
+        lease_(pool, extent_bytes(layout)),
+        rank_(rank),
+        device_(device),
+        layout_(layout),
+        settings_(settings),
+        mirror_{nullptr, lease_.get(), true},
+        own_offset_(layout.offset(rank)),
+        own_bytes_(layout.bytes(rank)) {
+    ops_.begin_call();
+  }
+
+  ~Staging() {
+    if (!finished_) {  // an error: let the copies end before the mirror is reused
+      try {
+        drain();
+      } catch (...) {
+      }
+    }
+    ops_.end_call();
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  const Buffers& mirror() const { return mirror_; }
+
+  /// The own block: into its place on the device (out of place) and onto the mirror.
+  void own_block_in() {
+    if (own_bytes_ == 0) return;
+    std::byte* dev_own = static_cast<std::byte*>(device_.recv) + own_offset_;
+    const auto* src = device_.in_place ? dev_own : static_cast<const std::byte*>(device_.send);
+    if (!device_.in_place) ops_.copy_device_async(dev_own, src, own_bytes_, Stream::d2d);
+    const std::size_t chunk = std::max<std::size_t>(settings_.chunk_bytes, 1);
+    for (std::size_t at = 0; at < own_bytes_; at += chunk) {
+      const std::size_t n = std::min(chunk, own_bytes_ - at);
+      ops_.copy_to_host_async(mirror_base() + own_offset_ + at, src + at, n, Stream::d2h);
+      own_chunks_.push_back({at + n, ops_.record(Stream::d2h)});
+    }
+  }
+
+  /// Blocks until own-block bytes [0, upto) are on the mirror.
+  void ensure_own(std::size_t upto) {
+    while (own_ready_ < upto) {
+      const OwnChunk& c = own_chunks_[next_chunk_++];
+      ops_.synchronize(c.event);
+      own_ready_ = c.end;
+    }
+  }
+
+  /// Own-block bytes a message piece reads, counted from the block's start.
+  std::size_t own_bytes_read(const Segment* segments, std::size_t count) const {
+    const std::byte* lo = mirror_base() + own_offset_;
+    const std::byte* hi = lo + own_bytes_;
+    std::size_t need = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::byte* s = segments[i].ptr;
+      const std::byte* e = s + segments[i].bytes;
+      if (s < hi && lo < e) need = std::max(need, static_cast<std::size_t>(std::min(e, hi) - lo));
+    }
+    return need;
+  }
+
+  /// Enqueues the host->device copies of mirror bytes (received data).
+  void deliver(const Segment* segments, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t offset = static_cast<std::size_t>(segments[i].ptr - mirror_base());
+      const Stream s = (deliveries_++ % 2 == 0) ? Stream::h2d_a : Stream::h2d_b;
+      ops_.copy_to_device_async(static_cast<std::byte*>(device_.recv) + offset, segments[i].ptr,
+                                segments[i].bytes, s);
+    }
+  }
+
+  /// Copies every block except the own one from the mirror to the device.
+  void deliver_all_but_own() {
+    for (int b = 0; b < layout_.nranks(); ++b) {
+      if (b == rank_ || layout_.bytes(b) == 0) continue;
+      const Segment seg{mirror_base() + layout_.offset(b), layout_.bytes(b)};
+      deliver(&seg, 1);
+    }
+  }
+
+  /// Waits for every stream; after this the receive buffer is complete.
+  void finish() {
+    drain();
+    finished_ = true;
+  }
+
+ private:
+  struct OwnChunk {
+    std::size_t end;
+    Event event;
+  };
+
+  std::byte* mirror_base() const { return static_cast<std::byte*>(mirror_.recv); }
+
+  void drain() {
+    for (Stream s : {Stream::d2h, Stream::d2d, Stream::h2d_a, Stream::h2d_b})
+      ops_.synchronize(ops_.record(s));
+  }
+
+  DeviceOps& ops_;
+  PinnedLease lease_;
+  int rank_;
+  Buffers device_;
+  Layout layout_;
+  StagingSettings settings_;
+  Buffers mirror_;
+  std::size_t own_offset_, own_bytes_;
+  std::vector<OwnChunk> own_chunks_;
+  std::size_t next_chunk_ = 0, own_ready_ = 0;
+  std::size_t deliveries_ = 0;
+  bool finished_ = false;
+};
+
+/// MPI side of one round on the mirror: the same messages, in the same order, as the
+/// host executor (core/executor.cpp) with the same piece size.
+class RoundPoster {
+ public:
+  RoundPoster(MPI_Comm comm, int tag) : comm_(comm), tag_(tag) {}
+  ~RoundPoster() { free_types(); }
+  RoundPoster(const RoundPoster&) = delete;
+  RoundPoster& operator=(const RoundPoster&) = delete;
+
+  MPI_Request post(bool is_send, int peer, const Segment* segments, std::size_t count) {
+    void* base = segments[0].ptr;
+    int n = static_cast<int>(segments[0].bytes);
+    MPI_Datatype type = MPI_BYTE;
+    if (count > 1) {
+      std::vector<int> lengths(count);
+      std::vector<MPI_Aint> addresses(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        lengths[i] = static_cast<int>(segments[i].bytes);
+        check_mpi(MPI_Get_address(segments[i].ptr, &addresses[i]), "MPI_Get_address");
+      }
+      check_mpi(MPI_Type_create_hindexed(static_cast<int>(count), lengths.data(),
+                                         addresses.data(), MPI_BYTE, &type),
+                "MPI_Type_create_hindexed");
+      types_.push_back(type);
+      check_mpi(MPI_Type_commit(&types_.back()), "MPI_Type_commit");
+      type = types_.back();
+      base = MPI_BOTTOM;
+      n = 1;
+    }
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (is_send)
+      check_mpi(MPI_Isend(base, n, type, peer, tag_, comm_, &r), "MPI_Isend");
+    else
+      check_mpi(MPI_Irecv(base, n, type, peer, tag_, comm_, &r), "MPI_Irecv");
+    return r;
+  }
+
+  void free_types() {
+    for (MPI_Datatype& t : types_) MPI_Type_free(&t);
+    types_.clear();
+  }
+
+ private:
+  MPI_Comm comm_;
+  int tag_;
+  std::vector<MPI_Datatype> types_;
+};
+
+void run_round(Staging& st, const Round& round, int rank, const Layout& layout,
+               std::size_t piece_bytes, RoundPoster& poster) {
+  MessagePlan msg;
+  std::vector<MPI_Request> recvs, sends;
+  std::vector<std::vector<Segment>> recv_segments;
+  for (const Transfer& t : round.recvs) {
+    plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
+    for (std::size_t i = 0; i < msg.pieces(); ++i) {
+      const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
+      recvs.push_back(poster.post(false, t.peer, msg.segments.data() + b, e - b));
+      recv_segments.emplace_back(msg.segments.begin() + static_cast<std::ptrdiff_t>(b),
+                                 msg.segments.begin() + static_cast<std::ptrdiff_t>(e));
+    }
+  }
+  for (const Transfer& t : round.sends) {
+    plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
+    for (std::size_t i = 0; i < msg.pieces(); ++i) {
+      const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
+      st.ensure_own(st.own_bytes_read(msg.segments.data() + b, e - b));
+      sends.push_back(poster.post(true, t.peer, msg.segments.data() + b, e - b));
+    }
+  }
+  // Each receive goes to the device as soon as it completes.
+  std::vector<int> done(recvs.size());
+  std::size_t left = recvs.size();
+  while (left > 0) {
+    int count = 0;
+    check_mpi(MPI_Waitsome(static_cast<int>(recvs.size()), recvs.data(), &count, done.data(),
+                           MPI_STATUSES_IGNORE),
+              "MPI_Waitsome");
+    if (count == MPI_UNDEFINED) break;
+    for (int k = 0; k < count; ++k) {
+      const auto& segs = recv_segments[static_cast<std::size_t>(done[static_cast<std::size_t>(k)])];
+      st.deliver(segs.data(), segs.size());
+    }
+    left -= static_cast<std::size_t>(count);
+  }
+  check_mpi(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE),
+            "MPI_Waitall");
+  poster.free_types();
+}
+
+}  // namespace
+
+void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
+                 const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
+                 const StagingSettings& settings) {
+  Staging st(ops, pool, schedule.rank, device, layout, settings);
+  st.own_block_in();
+  RoundPoster poster(comm, tag);
+  const std::size_t piece = std::max<std::size_t>(settings.piece_bytes, 1);
+  for (const Round& round : schedule.rounds) run_round(st, round, schedule.rank, layout, piece, poster);
+  st.finish();
+}
+
+void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
+                const Layout& layout, const StagingSettings& settings,
+                const std::function<void(const Buffers& mirror)>& host_run) {
+  Staging st(ops, pool, rank, device, layout, settings);
+  st.own_block_in();
+  st.ensure_own(layout.bytes(rank));
+  host_run(st.mirror());
+  st.deliver_all_but_own();
+  st.finish();
+}
+
+}  // namespace agx::cuda
