@@ -148,8 +148,12 @@ double time_algorithm(agx::Algorithm a, std::size_t bytes, int iters) {
   return median(t);
 }
 
+// The candidates `auto` considers (lib/core/select.cpp): hierarchical only across nodes.
 bool can_run(agx::Algorithm a, const agx::Placement& placement) {
-  return !(a == agx::Algorithm::shared_memory && placement.nodes() > 1);
+  if (a == agx::Algorithm::shared_memory) return placement.nodes() == 1;
+  if (a == agx::Algorithm::hierarchical)
+    return placement.nodes() > 1 && placement.nodes() < placement.nranks();
+  return true;
 }
 
 std::string now_iso() {

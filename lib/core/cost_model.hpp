@@ -31,11 +31,11 @@ struct LevelCost {
 
 /// α/β per level and the local copy cost. Built-in defaults: docs/tuning.md.
 struct CostParams {
-  LevelCost node{1.0e-6, 1.0 / 6.0e9, 0.2e-6};
+  LevelCost node{0.5e-6, 1.0 / 5.3e9, 0.1e-6};
   LevelCost network{3.0e-6, 1.0 / 11.0e9, 0.5e-6};
-  double copy_s_per_byte = 1.0 / 8.0e9;
+  double copy_s_per_byte = 1.0 / 14.0e9;
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
-  double node_sync_s = 0.5e-6;
+  double node_sync_s = 0.2e-6;
 };
 
 /// Which node each rank is on; messages between nodes cross the network.
