@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       int liblen = 0;
       MPI_Get_library_version(lib, &liblen);
       std::string first(lib, static_cast<std::size_t>(liblen));
-      first = first.substr(0, first.find_first_of("\r\n"));
+      first = first.substr(0, first.find_first_of(std::string("\r\n\0", 3)));
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
       const char* cuda = MPIX_Query_cuda_support() ? "yes" : "no (built with CUDA support, none at run time)";
 #else

@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   int len = 0;
   MPI_Get_library_version(lib, &len);
   std::string libline(lib, static_cast<std::size_t>(len));
-  libline = libline.substr(0, libline.find_first_of("\r\n"));
+  libline = libline.substr(0, libline.find_first_of(std::string("\r\n\0", 3)));
   t.header = {"machine " + std::string(host) + " ranks " + std::to_string(nranks) + " nodes " +
                   std::to_string(topo.nnodes) + " ranks_per_node " + std::to_string(ranks_per_node),
               "mpi " + libline, "date " + now_iso(), "command " + command};
