@@ -8,6 +8,7 @@
 #include "core/config.hpp"
 #include "core/executor.hpp"
 #include "core/select.hpp"
+#include "cuda/device_path.hpp"
 #include "hier/hier.hpp"
 
 #include <string>
@@ -28,6 +29,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   if (!buffers.in_place && buffers.send == nullptr && layout.bytes(ctx.rank()) > 0)
     throw Error(MPI_ERR_BUFFER, "agx: send buffer is null");
   const Algorithm a = select_algorithm(ctx, layout, options, buffers.in_place);
+  if (cuda::run_if_device(ctx, a, buffers, layout)) return a;  // device buffers: lib/cuda
   if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) {
     hier::run(ctx, a, buffers, layout);
     return a;

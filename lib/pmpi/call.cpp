@@ -14,6 +14,7 @@
 #include <agx/error.hpp>
 
 #include "core/mpi_check.hpp"
+#include "cuda/memory.hpp"
 #include "pmpi/datatype.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
@@ -146,6 +147,12 @@ int gather(const GatherCall& c) {
   bool recv_direct = true;
   for (std::size_t i = 0; i < b.counts.size() && recv_direct; ++i)
     recv_direct = is_contiguous(rt, b.counts[i]);
+
+  // Device buffers go through agx's device path (lib/cuda) when both sides are
+  // contiguous; packing device memory on the host is not supported.
+  if ((!recv_direct || (!in_place && send_data == nullptr)) &&
+      (cuda::is_device_memory(c.recvbuf) || (!in_place && cuda::is_device_memory(c.sendbuf))))
+    throw Error(MPI_ERR_TYPE, "agx: device buffers need contiguous datatypes");
 
   Bytes send_tmp, recv_tmp;
   if (!in_place && send_data == nullptr) {  // non-contiguous send: pack it
