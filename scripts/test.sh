@@ -18,7 +18,7 @@ configure build
 meson test -C build --print-errorlogs || status=1
 logs=(build/meson-logs/testlog.json)
 
-configure build-mpich -Dmpi=mpich
+configure build-mpich -Dmpi=mpich -Dcuda=disabled  # the CUDA build is checked once, on Open MPI
 mpich_tests=(unit allgather-np1 allgather-np2 allgather-np3)
 if meson test -C build-mpich --list 2>/dev/null | grep -q '^agx:pmpi'; then
   mpich_tests+=(--suite pmpi)
