@@ -6,3 +6,4 @@
 #include <agx/bytes.hpp>
 #include <agx/error.hpp>
 #include <agx/options.hpp>
+#include <agx/request.hpp>

@@ -7,6 +7,7 @@
 #include <agx/bytes.hpp>
 #include <agx/error.hpp>
 #include <agx/options.hpp>
+#include <agx/request.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -90,26 +91,14 @@ class Allgather {
   /// Out of place: every rank contributes `send`; `recv` receives N * send.size()
   /// elements, rank i's block at i * send.size().
   Algorithm operator()(std::span<const T> send, std::span<T> recv) const {
-    const int n = detail::comm_size(comm_);
-    detail::check_not_null(send, "send");
-    detail::check_not_null(recv, "receive");
-    const std::size_t block = detail::checked_bytes(send.size(), sizeof(T), "count", 0);
-    check_recv_size(recv, send.size(), n);
-    detail::check_no_overlap(send, recv);
-    return allgather_bytes(comm_, {send.data(), recv.data(), false}, Layout::uniform(n, block),
-                           options_);
+    const Call c = out_of_place(send, recv);
+    return allgather_bytes(comm_, c.buffers, c.layout(), options_);
   }
 
   /// In place: rank r's block (recv.size() / N elements) is already at its place.
   Algorithm in_place(std::span<T> recv) const {
-    const int n = detail::comm_size(comm_);
-    detail::check_not_null(recv, "receive");
-    if (recv.size() % static_cast<std::size_t>(n) != 0)
-      throw Error(MPI_ERR_COUNT, "agx: in-place receive size " + std::to_string(recv.size()) +
-                                     " is not a multiple of the rank count " + std::to_string(n));
-    const std::size_t count = recv.size() / static_cast<std::size_t>(n);
-    const std::size_t block = detail::checked_bytes(count, sizeof(T), "count", 0);
-    return allgather_bytes(comm_, {nullptr, recv.data(), true}, Layout::uniform(n, block), options_);
+    const Call c = in_place_call(recv);
+    return allgather_bytes(comm_, c.buffers, c.layout(), options_);
   }
 
   /// The v form, out of place: rank i's counts[i] elements land at recv[displs[i]].
@@ -117,26 +106,65 @@ class Allgather {
   template <IntegralRange C, IntegralRange D>
   Algorithm v(std::span<const T> send, std::span<T> recv, const C& counts,
               const D& displs) const {
-    detail::check_not_null(send, "send");
-    detail::check_not_null(recv, "receive");
-    VLayout vl = v_layout(recv, counts, displs);
-    const std::size_t own = vl.bytes[static_cast<std::size_t>(vl.rank)] / sizeof(T);
-    if (send.size() != own)
-      throw Error(MPI_ERR_COUNT, "agx: send has " + std::to_string(send.size()) +
-                                     " elements but counts[" + std::to_string(vl.rank) + "] is " +
-                                     std::to_string(own));
-    detail::check_no_overlap(send, recv);
-    return allgather_bytes(comm_, {send.data(), recv.data(), false},
-                           Layout::varying(vl.bytes, vl.offsets), options_);
+    const Call c = v_call(send, recv, counts, displs);
+    return allgather_bytes(comm_, c.buffers, c.layout(), options_);
   }
 
   /// The v form, in place: rank r's block is already at recv[displs[r]].
   template <IntegralRange C, IntegralRange D>
   Algorithm v_in_place(std::span<T> recv, const C& counts, const D& displs) const {
-    detail::check_not_null(recv, "receive");
-    VLayout vl = v_layout(recv, counts, displs);
-    return allgather_bytes(comm_, {nullptr, recv.data(), true},
-                           Layout::varying(vl.bytes, vl.offsets), options_);
+    const Call c = v_in_place_call(recv, counts, displs);
+    return allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+
+  /// Nonblocking operator(): starts the call and returns its request (same checks,
+  /// collective start order). Buffers stay untouched until the request completes.
+  Request start(std::span<const T> send, std::span<T> recv) const {
+    const Call c = out_of_place(send, recv);
+    return start_allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+  /// Nonblocking in_place().
+  Request start_in_place(std::span<T> recv) const {
+    const Call c = in_place_call(recv);
+    return start_allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+  /// Nonblocking v().
+  template <IntegralRange C, IntegralRange D>
+  Request start_v(std::span<const T> send, std::span<T> recv, const C& counts,
+                  const D& displs) const {
+    const Call c = v_call(send, recv, counts, displs);
+    return start_allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+  /// Nonblocking v_in_place().
+  template <IntegralRange C, IntegralRange D>
+  Request start_v_in_place(std::span<T> recv, const C& counts, const D& displs) const {
+    const Call c = v_in_place_call(recv, counts, displs);
+    return start_allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+
+  /// Persistent operator(): checks, chooses and prepares once for these buffers;
+  /// each plan.start() then gathers their current content (collective).
+  Plan plan(std::span<const T> send, std::span<T> recv) const {
+    const Call c = out_of_place(send, recv);
+    return plan_allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+  /// Persistent in_place().
+  Plan plan_in_place(std::span<T> recv) const {
+    const Call c = in_place_call(recv);
+    return plan_allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+  /// Persistent v().
+  template <IntegralRange C, IntegralRange D>
+  Plan plan_v(std::span<const T> send, std::span<T> recv, const C& counts,
+              const D& displs) const {
+    const Call c = v_call(send, recv, counts, displs);
+    return plan_allgather_bytes(comm_, c.buffers, c.layout(), options_);
+  }
+  /// Persistent v_in_place().
+  template <IntegralRange C, IntegralRange D>
+  Plan plan_v_in_place(std::span<T> recv, const C& counts, const D& displs) const {
+    const Call c = v_in_place_call(recv, counts, displs);
+    return plan_allgather_bytes(comm_, c.buffers, c.layout(), options_);
   }
 
   MPI_Comm comm() const { return comm_; }
@@ -147,6 +175,70 @@ class Allgather {
     int rank = 0;
     std::vector<std::size_t> bytes, offsets;
   };
+
+  /// A checked call in bytes: buffers plus a uniform or varying layout.
+  struct Call {
+    Buffers buffers;
+    int n = 0;
+    std::size_t block = 0;  // uniform block bytes
+    VLayout vl;             // the v form (bytes non-empty)
+    Layout layout() const {
+      return vl.bytes.empty() ? Layout::uniform(n, block) : Layout::varying(vl.bytes, vl.offsets);
+    }
+  };
+
+  Call out_of_place(std::span<const T> send, std::span<T> recv) const {
+    Call c;
+    c.n = detail::comm_size(comm_);
+    detail::check_not_null(send, "send");
+    detail::check_not_null(recv, "receive");
+    c.block = detail::checked_bytes(send.size(), sizeof(T), "count", 0);
+    check_recv_size(recv, send.size(), c.n);
+    detail::check_no_overlap(send, recv);
+    c.buffers = {send.data(), recv.data(), false};
+    return c;
+  }
+
+  Call in_place_call(std::span<T> recv) const {
+    Call c;
+    c.n = detail::comm_size(comm_);
+    detail::check_not_null(recv, "receive");
+    if (recv.size() % static_cast<std::size_t>(c.n) != 0)
+      throw Error(MPI_ERR_COUNT, "agx: in-place receive size " + std::to_string(recv.size()) +
+                                     " is not a multiple of the rank count " + std::to_string(c.n));
+    const std::size_t count = recv.size() / static_cast<std::size_t>(c.n);
+    c.block = detail::checked_bytes(count, sizeof(T), "count", 0);
+    c.buffers = {nullptr, recv.data(), true};
+    return c;
+  }
+
+  template <IntegralRange C, IntegralRange D>
+  Call v_call(std::span<const T> send, std::span<T> recv, const C& counts,
+              const D& displs) const {
+    detail::check_not_null(send, "send");
+    detail::check_not_null(recv, "receive");
+    Call c;
+    c.vl = v_layout(recv, counts, displs);
+    c.n = static_cast<int>(c.vl.bytes.size());
+    const std::size_t own = c.vl.bytes[static_cast<std::size_t>(c.vl.rank)] / sizeof(T);
+    if (send.size() != own)
+      throw Error(MPI_ERR_COUNT, "agx: send has " + std::to_string(send.size()) +
+                                     " elements but counts[" + std::to_string(c.vl.rank) +
+                                     "] is " + std::to_string(own));
+    detail::check_no_overlap(send, recv);
+    c.buffers = {send.data(), recv.data(), false};
+    return c;
+  }
+
+  template <IntegralRange C, IntegralRange D>
+  Call v_in_place_call(std::span<T> recv, const C& counts, const D& displs) const {
+    detail::check_not_null(recv, "receive");
+    Call c;
+    c.vl = v_layout(recv, counts, displs);
+    c.n = static_cast<int>(c.vl.bytes.size());
+    c.buffers = {nullptr, recv.data(), true};
+    return c;
+  }
 
   static void check_recv_size(std::span<T> recv, std::size_t count, int n) {
     std::size_t need = 0;

@@ -11,8 +11,10 @@
 #include "core/schedule.hpp"
 
 #include <array>
+#include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 namespace agx {
 
@@ -59,6 +61,12 @@ class CommContext {
   /// The automatic selection state, created on first use (collective then).
   Selector& selector();
 
+  /// Nonblocking calls' choices when `auto` picked a blocking lib/hier path
+  /// (lib/core/nonblocking.cpp), keyed like the selector's cache.
+  std::map<std::tuple<int, bool, bool>, Algorithm>& nonblocking_choices() {
+    return nonblocking_choices_;
+  }
+
  private:
   explicit CommContext(MPI_Comm user_comm);
 
@@ -69,6 +77,7 @@ class CommContext {
   std::array<std::optional<Schedule>, algorithm_table.size()> schedules_;
   std::unique_ptr<hier::HierContext, hier::HierContextDeleter> hier_;
   std::unique_ptr<Selector, SelectorDeleter> selector_;
+  std::map<std::tuple<int, bool, bool>, Algorithm> nonblocking_choices_;
 
   friend int delete_context(MPI_Comm, int, void*, void*);
 };

@@ -72,31 +72,33 @@ void Execution::post_round() {
   }
 }
 
+MessageArgs message_args(const Segment* segments, std::size_t count,
+                         std::vector<MPI_Datatype>& types) {
+  MessageArgs m{segments[0].ptr, static_cast<int>(segments[0].bytes), MPI_BYTE};
+  if (count == 1) return m;
+  // several memory pieces in one message: describe them with a datatype
+  std::vector<int> lengths(count);
+  std::vector<MPI_Aint> addresses(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    lengths[i] = static_cast<int>(segments[i].bytes);
+    check_mpi(MPI_Get_address(segments[i].ptr, &addresses[i]), "MPI_Get_address");
+  }
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  check_mpi(MPI_Type_create_hindexed(static_cast<int>(count), lengths.data(), addresses.data(),
+                                     MPI_BYTE, &type),
+            "MPI_Type_create_hindexed");
+  types.push_back(type);  // freed by the caller, even if commit fails
+  check_mpi(MPI_Type_commit(&types.back()), "MPI_Type_commit");
+  return {MPI_BOTTOM, 1, types.back()};
+}
+
 void Execution::post(bool is_send, int peer, const Segment* segments, std::size_t count) {
   MPI_Request request = MPI_REQUEST_NULL;
-  void* base = segments[0].ptr;
-  int n = static_cast<int>(segments[0].bytes);
-  MPI_Datatype type = MPI_BYTE;
-  if (count > 1) {  // several memory pieces in one message: describe them with a datatype
-    lengths_.resize(count);
-    addresses_.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      lengths_[i] = static_cast<int>(segments[i].bytes);
-      check_mpi(MPI_Get_address(segments[i].ptr, &addresses_[i]), "MPI_Get_address");
-    }
-    check_mpi(MPI_Type_create_hindexed(static_cast<int>(count), lengths_.data(), addresses_.data(),
-                                       MPI_BYTE, &type),
-              "MPI_Type_create_hindexed");
-    types_.push_back(type);  // freed at the end of the round, even if commit fails
-    check_mpi(MPI_Type_commit(&types_.back()), "MPI_Type_commit");
-    type = types_.back();
-    base = MPI_BOTTOM;
-    n = 1;
-  }
+  const MessageArgs m = message_args(segments, count, types_);
   if (is_send)
-    check_mpi(MPI_Isend(base, n, type, peer, tag_, comm_, &request), "MPI_Isend");
+    check_mpi(MPI_Isend(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Isend");
   else
-    check_mpi(MPI_Irecv(base, n, type, peer, tag_, comm_, &request), "MPI_Irecv");
+    check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
   requests_.push_back(request);
 }
 

@@ -14,6 +14,17 @@
 
 namespace agx {
 
+/// The MPI arguments of one message over `count` memory segments: the first segment
+/// as MPI_BYTE, or an hindexed datatype over MPI_BOTTOM (created, committed and
+/// appended to `types`, which the caller frees).
+struct MessageArgs {
+  void* base = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_BYTE;
+};
+MessageArgs message_args(const Segment* segments, std::size_t count,
+                         std::vector<MPI_Datatype>& types);
+
 class Execution {
  public:
   Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
@@ -44,8 +55,6 @@ class Execution {
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Datatype> types_;
   MessagePlan message_;
-  std::vector<int> lengths_;
-  std::vector<MPI_Aint> addresses_;
 };
 
 /// Runs `schedule` to completion (blocking).

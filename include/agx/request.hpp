@@ -1,0 +1,116 @@
+#pragma once
+// Nonblocking and persistent all-gather (docs/nonblocking.md).
+//
+//   agx::Request r = gather.start(mine, all);   // posts round 0 and returns
+//   ... compute ...
+//   r.wait();                                   // or poll r.test()
+//
+//   agx::Plan p = gather.plan(mine, all);       // choose, plan, register once
+//   for (...) { fill(mine); p.start(); ...; p.wait(); }
+//
+// Progress happens inside test()/wait() (and any agx call), or in a progress thread
+// (set_progress_thread / AGX_PROGRESS_THREAD=1, needs MPI_THREAD_MULTIPLE).
+// Starting is collective: every rank of the communicator starts its calls in the same
+// order, as MPI requires for nonblocking collectives. Buffers must stay alive and
+// untouched (send: unmodified; receive: unread) until the request or start completes.
+
+#include <mpi.h>
+
+#include <agx/algorithm.hpp>
+#include <agx/bytes.hpp>
+#include <agx/options.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace agx {
+
+namespace detail {
+class Operation;  // lib/core/nonblocking.hpp
+struct OperationDeleter {
+  void operator()(Operation* op) const noexcept;
+};
+using OperationPtr = std::unique_ptr<Operation, OperationDeleter>;
+}  // namespace detail
+
+/// One started all-gather. Move-only. An empty (default-constructed or moved-from)
+/// request is complete. The destructor of an unfinished request waits for it (errors
+/// there are printed to stderr, never thrown); destroy requests before MPI_Finalize.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(detail::OperationPtr op);
+  Request(Request&&) noexcept = default;
+  /// Waits for the request held so far, then takes `other`'s.
+  Request& operator=(Request&& other) noexcept;
+  ~Request();
+
+  /// Advances without blocking; true once the all-gather is complete (the receive
+  /// buffer then holds every block). Throws agx::Error when a transfer failed.
+  bool test();
+  /// Blocks until complete. Throws agx::Error when a transfer failed.
+  void wait();
+  /// True while the call is started and not yet seen complete.
+  bool active() const;
+  /// The algorithm this call runs.
+  Algorithm algorithm() const;
+
+ private:
+  detail::OperationPtr op_;
+};
+
+/// A persistent all-gather: the algorithm, schedule, message cuts, datatypes and MPI
+/// persistent requests are made once for fixed (communicator, layout, buffers); each
+/// start() only moves data. Move-only; start/test/wait as often as needed, one start
+/// in flight at a time. The destructor waits for a running start; destroy plans
+/// before MPI_Finalize.
+class Plan {
+ public:
+  Plan() = default;
+  explicit Plan(detail::OperationPtr op);
+  Plan(Plan&&) noexcept = default;
+  /// Waits for a running start of the plan held so far, then takes `other`'s.
+  Plan& operator=(Plan&& other) noexcept;
+  ~Plan();
+
+  /// Starts one all-gather of the buffers given at planning (their current content).
+  /// Collective. Throws agx::Error (MPI_ERR_REQUEST) while a start is still running.
+  void start();
+  /// Advances without blocking; true once the last start is complete (or none ran).
+  bool test();
+  /// Blocks until the last start is complete.
+  void wait();
+  /// True while a start is running.
+  bool active() const;
+  /// The algorithm every start runs.
+  Algorithm algorithm() const;
+  /// How many times start() has been called.
+  std::uint64_t starts() const;
+
+ private:
+  detail::OperationPtr op_;
+};
+
+/// Starts an all-gather of bytes (same arguments and checks as allgather_bytes) and
+/// returns at once. With `automatic`, shared-memory and hierarchical choices are
+/// replaced by the cheapest point-to-point schedule (they cannot run in pieces); a
+/// forced shared_memory/hierarchical runs to completion inside this call.
+Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                              const Options& options = {});
+
+/// Plans a persistent all-gather over fixed buffers (collective: it duplicates the
+/// communicator so that its messages never meet other calls'). Same choice as
+/// start_allgather_bytes.
+Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                          const Options& options = {});
+
+/// Starts (true) or stops (false) the progress thread, which advances every running
+/// request and plan start in the background. Needs MPI initialized with
+/// MPI_THREAD_MULTIPLE (checked with MPI_Query_thread; agx::Error otherwise). Stopped
+/// automatically at MPI_Finalize. AGX_PROGRESS_THREAD=1 starts it at the first start.
+void set_progress_thread(bool on);
+
+/// Whether the progress thread runs.
+bool progress_thread_running();
+
+}  // namespace agx

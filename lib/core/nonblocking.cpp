@@ -1,0 +1,262 @@
+// Nonblocking all-gather: the choice for nonblocking calls, the Operation state
+// shared by single calls and plans, the single call itself (an Execution on the
+// communicator's private duplicate with the call's own tag), and the public
+// agx::Request / agx::Plan members (include/agx/request.hpp).
+
+#include "core/nonblocking.hpp"
+
+#include <agx/error.hpp>
+#include <agx/request.hpp>
+
+#include "core/comm_context.hpp"
+#include "core/config.hpp"
+#include "core/executor.hpp"
+#include "core/select.hpp"
+#include "hier/hier.hpp"
+
+#include <sched.h>
+
+#include <bit>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace agx {
+
+bool is_blocking_path(Algorithm a) {
+  return a == Algorithm::hierarchical || a == Algorithm::shared_memory;
+}
+
+CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout& layout) {
+  CommContext& ctx = CommContext::of(comm);
+  if (layout.nranks() != ctx.size())
+    throw Error(MPI_ERR_ARG, "agx: layout has " + std::to_string(layout.nranks()) +
+                                 " blocks for a communicator of " + std::to_string(ctx.size()) +
+                                 " ranks");
+  bool any_bytes = false;
+  for (int b = 0; b < layout.nranks() && !any_bytes; ++b) any_bytes = layout.bytes(b) > 0;
+  if (any_bytes && buffers.recv == nullptr)
+    throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
+  if (!buffers.in_place && buffers.send == nullptr && layout.bytes(ctx.rank()) > 0)
+    throw Error(MPI_ERR_BUFFER, "agx: send buffer is null");
+  return ctx;
+}
+
+Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+                             bool in_place) {
+  const Algorithm a = select_algorithm(ctx, layout, options, in_place);
+  const bool forced = options.algorithm != Algorithm::automatic ||
+                      (options.use_environment && config().forced.has_value());
+  if (!is_blocking_path(a) || forced) return a;
+  std::size_t total = 0;
+  for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
+  const auto mean = total / static_cast<std::size_t>(layout.nranks());
+  const auto key = std::make_tuple(static_cast<int>(std::bit_width(mean)), in_place,
+                                   layout.is_uniform());
+  auto& cache = ctx.nonblocking_choices();
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  Algorithm best = Algorithm::ring;
+  double best_s = std::numeric_limits<double>::infinity();
+  for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
+    if (!is_blocking_path(alg) && s < best_s) best_s = s, best = alg;  // same on every rank
+  cache.emplace(key, best);
+  return best;
+}
+
+OwnedLayout::OwnedLayout(const Layout& l) {
+  if (l.is_uniform()) {
+    layout_ = Layout::uniform(l.nranks(), l.nranks() > 0 ? l.bytes(0) : 0);
+    return;
+  }
+  for (int b = 0; b < l.nranks(); ++b) {
+    bytes_.push_back(l.bytes(b));
+    offsets_.push_back(l.offset(b));
+  }
+  layout_ = Layout::varying(bytes_, offsets_);
+}
+
+namespace detail {
+
+void Operation::set_active(bool on) {
+  if (active_.exchange(on) != on) progress_count_active(on ? 1 : -1);
+}
+
+void Operation::start() {
+  {
+    std::lock_guard lock(mutex_);
+    if (active_)
+      throw Error(MPI_ERR_REQUEST, "agx: start() while the previous start is still running");
+    failure_ = nullptr;
+    ++starts_;
+    do_start();
+    set_active(true);
+  }
+  progress_all();  // a first push: small calls often finish here
+}
+
+void Operation::rethrow_failure() {
+  if (!failure_) return;
+  std::exception_ptr f = failure_;
+  failure_ = nullptr;
+  set_active(false);
+  std::rethrow_exception(f);
+}
+
+bool Operation::test() {
+  std::lock_guard lock(mutex_);
+  rethrow_failure();
+  if (!active_) return true;
+  try {
+    if (do_test()) set_active(false);
+  } catch (...) {
+    set_active(false);
+    throw;
+  }
+  return !active_;
+}
+
+void Operation::wait() {
+  // Every other running operation of this process advances too, so that requests
+  // may be waited for in any order on different ranks without deadlock.
+  while (!test()) {
+    progress_all();
+    sched_yield();
+  }
+}
+
+void Operation::try_progress() noexcept {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock || !active_ || failure_) return;
+  try {
+    if (do_test()) set_active(false);
+  } catch (...) {
+    failure_ = std::current_exception();  // the owner sees it at its next test/wait
+  }
+}
+
+namespace {
+
+/// One nonblocking call: an Execution with the call's own tag on ctx's duplicate.
+class Single final : public Operation {
+ public:
+  Single(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
+      : Operation(a, layout), ctx_(ctx), buffers_(buffers) {}
+
+ private:
+  void do_start() override {
+    if (is_blocking_path(algorithm())) {  // forced lib/hier path: runs to completion here
+      hier::run(ctx_, algorithm(), buffers_, this->layout());
+      return;
+    }
+    execution_.emplace(ctx_.schedule(algorithm()), buffers_, this->layout(), ctx_.comm(),
+                       ctx_.next_tag(), config().max_message_bytes);
+    execution_->start();
+  }
+  bool do_test() override { return !execution_ || execution_->test(); }
+
+  CommContext& ctx_;
+  Buffers buffers_;
+  std::optional<Execution> execution_;
+};
+
+}  // namespace
+
+OperationPtr make_single(CommContext& ctx, Algorithm a, const Buffers& buffers,
+                         const Layout& layout) {
+  OperationPtr op(new Single(ctx, a, buffers, layout));
+  progress_register(op.get());
+  return op;
+}
+
+void OperationDeleter::operator()(Operation* op) const noexcept {
+  progress_unregister(op);  // the progress thread no longer touches it
+  delete op;
+}
+
+}  // namespace detail
+
+Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                              const Options& options) {
+  detail::progress_from_environment();
+  CommContext& ctx = checked_context(comm, buffers, layout);
+  const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  detail::OperationPtr op = detail::make_single(ctx, a, buffers, layout);
+  op->start();
+  return Request(std::move(op));
+}
+
+Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                          const Options& options) {
+  detail::progress_from_environment();
+  CommContext& ctx = checked_context(comm, buffers, layout);
+  const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  return Plan(detail::make_persistent(ctx, a, buffers, layout));
+}
+
+namespace {
+
+// A destructor must not throw: wait, and report a failure on stderr.
+void wait_quietly(detail::Operation* op, const char* what) noexcept {
+  if (op == nullptr || !op->active()) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    std::fprintf(stderr, "agx: %s destroyed after MPI_Finalize while still running\n", what);
+    return;
+  }
+  try {
+    op->wait();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "agx: %s failed while its destructor waited: %s\n", what, e.what());
+  }
+}
+
+}  // namespace
+
+Request::Request(detail::OperationPtr op) : op_(std::move(op)) {}
+Request::~Request() { wait_quietly(op_.get(), "agx::Request"); }
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    wait_quietly(op_.get(), "agx::Request");
+    op_ = std::move(other.op_);
+  }
+  return *this;
+}
+bool Request::test() {
+  if (!op_) return true;
+  detail::progress_all();
+  return op_->test();
+}
+void Request::wait() {
+  if (op_) op_->wait();
+}
+bool Request::active() const { return op_ && op_->active(); }
+Algorithm Request::algorithm() const { return op_ ? op_->algorithm() : Algorithm::automatic; }
+
+Plan::Plan(detail::OperationPtr op) : op_(std::move(op)) {}
+Plan::~Plan() { wait_quietly(op_.get(), "agx::Plan"); }
+Plan& Plan::operator=(Plan&& other) noexcept {
+  if (this != &other) {
+    wait_quietly(op_.get(), "agx::Plan");
+    op_ = std::move(other.op_);
+  }
+  return *this;
+}
+void Plan::start() {
+  if (!op_) throw Error(MPI_ERR_REQUEST, "agx: start() on an empty agx::Plan");
+  op_->start();
+}
+bool Plan::test() {
+  if (!op_) return true;
+  detail::progress_all();
+  return op_->test();
+}
+void Plan::wait() {
+  if (op_) op_->wait();
+}
+bool Plan::active() const { return op_ && op_->active(); }
+Algorithm Plan::algorithm() const { return op_ ? op_->algorithm() : Algorithm::automatic; }
+std::uint64_t Plan::starts() const { return op_ ? op_->starts() : 0; }
+
+}  // namespace agx

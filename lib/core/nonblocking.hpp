@@ -1,0 +1,113 @@
+#pragma once
+// The operations behind agx::Request and agx::Plan (include/agx/request.hpp), and
+// the progress engine that may advance them from a background thread.
+//
+// An Operation owns a copy of the layout, its algorithm and its state machine. Every
+// entry point locks the operation's mutex, so the progress thread (which only ever
+// try-locks) and the owning thread can both advance it. Errors raised while the
+// progress thread advances an operation are kept and rethrown to the owner.
+
+#include <agx/algorithm.hpp>
+#include <agx/bytes.hpp>
+#include <agx/options.hpp>
+#include <agx/request.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <vector>
+
+namespace agx {
+
+class CommContext;
+
+/// Whether `a` is one of lib/hier's blocking paths (shared_memory, hierarchical).
+bool is_blocking_path(Algorithm a);
+
+/// The context of `comm` after the checks every byte-level call makes (layout
+/// against the communicator, null buffers with bytes to move).
+CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout& layout);
+
+/// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
+/// an automatic choice of shared_memory/hierarchical becomes the point-to-point
+/// algorithm with the lowest predicted time (lib/hier's paths are blocking).
+Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+                             bool in_place);
+
+/// An owned copy of a Layout (a Layout itself only points at its arrays).
+class OwnedLayout {
+ public:
+  explicit OwnedLayout(const Layout& l);
+  OwnedLayout(const OwnedLayout&) = delete;
+  OwnedLayout& operator=(const OwnedLayout&) = delete;
+  const Layout& get() const { return layout_; }
+
+ private:
+  std::vector<std::size_t> bytes_, offsets_;
+  Layout layout_;
+};
+
+namespace detail {
+
+class Operation {
+ public:
+  Operation(Algorithm a, const Layout& layout) : algorithm_(a), layout_(layout) {}
+  virtual ~Operation() = default;
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+
+  /// Starts one all-gather (registers with the progress thread when it runs).
+  void start();
+  /// Advances without blocking; true when no start is running.
+  bool test();
+  /// Blocks until no start is running.
+  void wait();
+  /// Advances if nobody else holds the operation (the progress thread's call).
+  void try_progress() noexcept;
+
+  bool active() const { return active_; }
+  Algorithm algorithm() const { return algorithm_; }
+  std::uint64_t starts() const { return starts_; }
+
+ protected:
+  virtual void do_start() = 0;  ///< posts the first round (or runs a blocking path)
+  virtual bool do_test() = 0;   ///< true when the current start is complete
+  const Layout& layout() const { return layout_.get(); }
+
+ private:
+  void set_active(bool on);
+  void rethrow_failure();
+
+  std::mutex mutex_;
+  Algorithm algorithm_;
+  OwnedLayout layout_;
+  std::atomic<bool> active_{false};
+  std::uint64_t starts_ = 0;
+  std::exception_ptr failure_;  // from the progress thread, rethrown to the owner
+};
+
+/// A single nonblocking call on the communicator's private duplicate, tagged with
+/// the call's own tag (CommContext::next_tag), so that overlapping calls never match.
+OperationPtr make_single(CommContext& ctx, Algorithm a, const Buffers& buffers,
+                         const Layout& layout);
+
+/// A persistent call on a duplicate of its own (lib/core/nonblocking_plan.cpp).
+OperationPtr make_persistent(CommContext& ctx, Algorithm a, const Buffers& buffers,
+                             const Layout& layout);
+
+/// Progress engine: the set of operations the progress thread advances.
+void progress_register(Operation* op);
+void progress_unregister(Operation* op) noexcept;
+/// Advances every registered operation nobody else holds (try_progress on each);
+/// returns how many were running.
+int progress_all() noexcept;
+/// Whether any operation of this process is running (a cheap check for blocking calls).
+bool progress_pending() noexcept;
+/// Counts operations becoming active (+1) or inactive (-1).
+void progress_count_active(int delta) noexcept;
+/// Starts the thread when AGX_PROGRESS_THREAD=1 asks for it (first start only).
+void progress_from_environment();
+
+}  // namespace detail
+}  // namespace agx

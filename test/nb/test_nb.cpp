@@ -1,0 +1,267 @@
+// The nonblocking suite: agx::Request and agx::Plan at any rank count.
+//   test_nb [--thread]     (--thread: MPI_THREAD_MULTIPLE and the progress thread)
+// - many overlapping requests on one communicator (each call its own tag), every
+//   point-to-point algorithm plus auto, counts 0..5000, completed in a random order
+//   that differs per rank, by wait() or by test() polling loops;
+// - requests on world, reversed and split communicators in flight together;
+// - persistent plans started hundreds of times with changing data, two at once;
+// - blocking and nonblocking calls mixed on one communicator, including a rank-
+//   dependent place of the wait (legal MPI: only the start order is fixed);
+// - destructor of an unfinished request, forced shared_memory, and the errors.
+
+#include <agx/agx.hpp>
+
+#include "nb_check.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace nb_test;
+
+namespace {
+
+constexpr agx::Algorithm p2p[] = {agx::Algorithm::automatic, agx::Algorithm::direct,
+                                  agx::Algorithm::ring, agx::Algorithm::neighbor_exchange,
+                                  agx::Algorithm::recursive_doubling, agx::Algorithm::bruck};
+
+std::string name(agx::Algorithm a) { return std::string(agx::to_string(a)); }
+
+// One in-flight call: its buffers live as long as the request.
+struct Pending {
+  unsigned salt = 0;
+  std::size_t count = 0;
+  std::vector<std::uint32_t> send;
+  std::unique_ptr<Guarded> recv;
+  agx::Request request;
+  std::string what;
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+void complete_in_random_order(std::vector<Pending>& calls, std::mt19937& rng) {
+  std::vector<std::size_t> order(calls.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    Pending& p = calls[order[k]];
+    if (k % 2 == 0) {
+      p.request.wait();
+    } else {
+      while (!p.request.test()) sched_yield();  // an MPI_Test-style polling loop
+    }
+    if (p.request.active()) fail(p.what + ": active after completion");
+    int n = 0;
+    MPI_Comm_size(p.comm, &n);
+    check_uniform(*p.recv, p.salt, n, p.count, p.what);
+  }
+}
+
+Pending start_one(MPI_Comm comm, agx::Algorithm a, unsigned salt, std::size_t count) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &n);
+  Pending p;
+  p.salt = salt;
+  p.count = count;
+  p.comm = comm;
+  p.send = block(salt, rank, count);
+  p.recv = std::make_unique<Guarded>(count * static_cast<std::size_t>(n));
+  p.what = "overlap " + name(a) + " count " + std::to_string(count) + " salt " +
+           std::to_string(salt);
+  agx::Allgather<std::uint32_t> g(comm, {a});
+  p.request = g.start(p.send, std::span(p.recv->data(), p.recv->size()));
+  if (p.request.algorithm() == agx::Algorithm::shared_memory ||
+      p.request.algorithm() == agx::Algorithm::hierarchical)
+    fail(p.what + ": auto chose a blocking path for a nonblocking call");
+  return p;
+}
+
+void overlapping_same_comm(std::mt19937& rng) {
+  const std::size_t counts[] = {0, 1, 7, 1024, 5000};
+  std::vector<Pending> calls;
+  unsigned salt = 100;
+  for (int round = 0; round < 3; ++round) {
+    calls.clear();
+    for (agx::Algorithm a : p2p)
+      for (std::size_t c : counts) calls.push_back(start_one(MPI_COMM_WORLD, a, salt++, c));
+    complete_in_random_order(calls, rng);
+  }
+}
+
+void overlapping_comms(std::mt19937& rng) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm reversed, split;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, n - rank, &reversed);
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &split);
+  for (int round = 0; round < 4; ++round) {
+    std::vector<Pending> calls;
+    unsigned salt = 1000 + static_cast<unsigned>(round) * 10;
+    for (MPI_Comm c : {MPI_COMM_WORLD, reversed, split, reversed, MPI_COMM_WORLD}) {
+      calls.push_back(start_one(c, p2p[static_cast<std::size_t>(salt) % 6], salt, 333));
+      ++salt;
+    }
+    complete_in_random_order(calls, rng);
+  }
+  MPI_Comm_free(&reversed);
+  MPI_Comm_free(&split);
+}
+
+void persistent(int iterations) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const std::size_t count = 37;
+  std::vector<std::uint32_t> send(count);
+  Guarded recv(count * static_cast<std::size_t>(n));
+  // v in place: block r has r % 3 + 1 elements, blocks in reverse order with gaps of 2.
+  std::vector<int> counts(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
+  int at = 1;
+  for (int r = n - 1; r >= 0; --r) {
+    counts[static_cast<std::size_t>(r)] = r % 3 + 1;
+    displs[static_cast<std::size_t>(r)] = at;
+    at += r % 3 + 1 + 2;
+  }
+  Guarded vrecv(static_cast<std::size_t>(at));
+  agx::Allgather<std::uint32_t> g(MPI_COMM_WORLD, {agx::Algorithm::ring});
+  agx::Allgather<std::uint32_t> gauto(MPI_COMM_WORLD);
+  agx::Plan a = g.plan(send, std::span(recv.data(), recv.size()));
+  agx::Plan b = gauto.plan_v_in_place(std::span(vrecv.data(), vrecv.size()), counts, displs);
+  for (int it = 0; it < iterations; ++it) {
+    const auto salt = static_cast<unsigned>(5000 + it);
+    const auto own = block(salt, rank, count);
+    std::copy(own.begin(), own.end(), send.begin());
+    const auto vown = block(salt + 1, rank, static_cast<std::size_t>(counts[static_cast<std::size_t>(rank)]));
+    std::copy(vown.begin(), vown.end(), vrecv.data() + displs[static_cast<std::size_t>(rank)]);
+    a.start();
+    b.start();
+    if (it == 0 && a.active()) {
+      try {
+        a.start();
+        fail("plan: second start while running did not throw");
+      } catch (const agx::Error& e) {
+        if (e.error_class() != MPI_ERR_REQUEST) fail("plan: wrong error class for double start");
+      }
+    }
+    if ((it + rank) % 2 == 0) {
+      b.wait();
+      while (!a.test()) sched_yield();
+    } else {
+      a.wait();
+      b.wait();
+    }
+    check_uniform(recv, salt, n, count, "plan ring it " + std::to_string(it));
+    check_v(vrecv, salt + 1, counts, displs, "plan v auto it " + std::to_string(it));
+  }
+  if (a.starts() != static_cast<std::uint64_t>(iterations)) fail("plan: start count");
+  if (n > 1 && a.algorithm() != agx::Algorithm::ring) fail("plan: forced ring not used");
+}
+
+void mixed_blocking(int iterations) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  agx::Allgather<std::uint32_t> g(MPI_COMM_WORLD, {agx::Algorithm::bruck});
+  {  // the first blocking call on a communicator may set up state collectively (lib/cuda
+     // agrees on device use): make it before any request is in flight
+    std::vector<std::uint32_t> one(1, 1u), all(static_cast<std::size_t>(n));
+    g(one, all);
+  }
+  for (int it = 0; it < iterations; ++it) {
+    const auto salt = static_cast<unsigned>(9000 + 3 * it);
+    const std::size_t count = 64 + static_cast<std::size_t>(it);
+    auto s1 = block(salt, rank, count), s2 = block(salt + 1, rank, count),
+         s3 = block(salt + 2, rank, count);
+    const auto total = count * static_cast<std::size_t>(n);
+    Guarded r1(total), r2(total), r3(total);
+    agx::Request q1 = g.start(s1, std::span(r1.data(), total));
+    if (rank % 2 == 0) q1.wait();  // odd ranks wait after the blocking call: still legal
+    g(s2, std::span(r2.data(), total));  // blocking, same communicator, between start and wait
+    agx::Request q3 = g.start(s3, std::span(r3.data(), total));
+    q3.wait();
+    q1.wait();
+    check_uniform(r1, salt, n, count, "mixed nonblocking 1");
+    check_uniform(r2, salt + 1, n, count, "mixed blocking");
+    check_uniform(r3, salt + 2, n, count, "mixed nonblocking 3");
+  }
+}
+
+void destructor_and_forced_hier() {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const std::size_t count = 4096;
+  auto send = block(77, rank, count);
+  Guarded recv(count * static_cast<std::size_t>(n));
+  {
+    agx::Allgather<std::uint32_t> g(MPI_COMM_WORLD, {agx::Algorithm::ring});
+    agx::Request r = g.start(send, std::span(recv.data(), recv.size()));
+    agx::Request moved = std::move(r);  // the moved-from request is empty and complete
+    if (r.active() || !r.test()) fail("moved-from request is not complete");
+  }  // the destructor waits
+  check_uniform(recv, 77, n, count, "destructor wait");
+  Guarded recv2(count * static_cast<std::size_t>(n));
+  agx::Allgather<std::uint32_t> shm(MPI_COMM_WORLD, {agx::Algorithm::shared_memory});
+  agx::Request r = shm.start(send, std::span(recv2.data(), recv2.size()));
+  if (r.algorithm() != agx::Algorithm::shared_memory) fail("forced shared_memory not used");
+  if (r.active()) fail("forced shared_memory should complete inside start");
+  r.wait();
+  check_uniform(recv2, 77, n, count, "forced shared_memory");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool thread = argc > 1 && std::strcmp(argv[1], "--thread") == 0;
+  // --expect-thread-error: AGX_PROGRESS_THREAD=1 without MPI_THREAD_MULTIPLE must give
+  // a clear agx::Error at the first start.
+  const bool expect_thread_error = argc > 1 && std::strcmp(argv[1], "--expect-thread-error") == 0;
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::mt19937 rng(12345u + static_cast<unsigned>(rank) * 7919u);
+  try {
+    if (expect_thread_error) {
+      std::vector<int> one(1), all(64);
+      try {
+        agx::Allgather<int>(MPI_COMM_WORLD).start(one, all).wait();
+        fail("AGX_PROGRESS_THREAD=1 without MPI_THREAD_MULTIPLE did not throw");
+      } catch (const agx::Error& e) {
+        if (std::string(e.what()).find("MPI_THREAD_MULTIPLE") == std::string::npos)
+          fail("progress thread error does not name MPI_THREAD_MULTIPLE");
+      }
+      const int rc = nb_test::finish("test_nb --expect-thread-error");
+      MPI_Finalize();
+      return rc;
+    }
+    if (thread) {
+      agx::set_progress_thread(true);
+      if (!agx::progress_thread_running()) fail("progress thread did not start");
+    } else if (provided < MPI_THREAD_MULTIPLE) {
+      try {
+        agx::set_progress_thread(true);
+        fail("progress thread started without MPI_THREAD_MULTIPLE");
+      } catch (const agx::Error& e) {
+        if (std::string(e.what()).find("MPI_THREAD_MULTIPLE") == std::string::npos)
+          fail("progress thread error does not name MPI_THREAD_MULTIPLE");
+      }
+    }
+    overlapping_same_comm(rng);
+    overlapping_comms(rng);
+    persistent(thread ? 100 : 300);
+    mixed_blocking(20);
+    destructor_and_forced_hier();
+  } catch (const agx::Error& e) {
+    fail(std::string("agx::Error: ") + e.what());
+  }
+  const int rc = nb_test::finish(thread ? "test_nb --thread" : "test_nb");
+  MPI_Finalize();
+  return rc;
+}
