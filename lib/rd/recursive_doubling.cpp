@@ -13,6 +13,7 @@
 //             round 1: r0<->r2, r1<->r3 (two blocks each: {0,1} <-> {2,3})
 
 #include "core/planner.hpp"
+#include "rd/folding.hpp"
 
 namespace agx {
 namespace {
@@ -25,21 +26,14 @@ class RecursiveDoublingPlanner final : public Planner {
     const int n = pr.nranks, r = pr.rank;
     Schedule s{n, r, {}};
     if (n == 1) return s;
-    int p = 1;
-    while (p * 2 <= n) p *= 2;
-    const int extra = n - p;
+    const int p = folding::power_of_two_floor(n), extra = n - p;
     // Group [a, a+c) of the p ranks -> real blocks: the group plus its hosted extras.
     auto real = [&](int a, int c) {
       std::vector<BlockSpan> spans{{a, c}};
       if (a < extra) spans.push_back({p + a, std::min(a + c, extra) - a});
       return spans;
     };
-    if (extra > 0) {
-      Round fold_in;
-      if (r >= p) add_send(fold_in, r - p, {{r, 1}});
-      if (r < extra) add_recv(fold_in, r + p, {{r + p, 1}});
-      s.rounds.push_back(std::move(fold_in));
-    }
+    folding::add_fold_in(s, p);
     for (int dist = 1; dist < p; dist *= 2) {
       Round round;
       if (r < p) {
@@ -49,22 +43,10 @@ class RecursiveDoublingPlanner final : public Planner {
       }
       s.rounds.push_back(std::move(round));
     }
-    if (extra > 0) {
-      Round fold_out;
-      if (r < extra) add_send(fold_out, r + p, all_but(r + p, n));
-      if (r >= p) add_recv(fold_out, r - p, all_but(r, n));
-      s.rounds.push_back(std::move(fold_out));
-    }
+    folding::add_fold_out(s, p);
     return s;
   }
 
- private:
-  static std::vector<BlockSpan> all_but(int b, int n) {
-    std::vector<BlockSpan> spans;
-    if (b > 0) spans.push_back({0, b});
-    if (b + 1 < n) spans.push_back({b + 1, n - b - 1});
-    return spans;
-  }
 };
 
 }  // namespace
