@@ -14,5 +14,7 @@ csv="results/bench-$(date +%Y%m%d-%H%M%S).csv"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(--max-bytes 16M --factor 4)
+# Ranks see a terminal under mpirun even when this script's output goes to a file.
+[ -t 1 ] || args+=(--no-progress)
 mpirun.openmpi --oversubscribe -np "${AGX_BENCH_RANKS:-4}" build/tools/agx-bench --csv "$csv" "${args[@]}"
 echo "CSV: $csv"
