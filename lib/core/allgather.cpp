@@ -8,6 +8,7 @@
 
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
+#include "core/consistency.hpp"
 #include "core/executor.hpp"
 #include "core/nonblocking.hpp"
 #include "core/select.hpp"
@@ -22,6 +23,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
                           const Options& options) {
   CommContext& ctx = checked_context(comm, buffers, layout);
   const Algorithm a = select_algorithm(ctx, layout, options, buffers.in_place);
+  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
   if (cuda::run_if_device(ctx, a, buffers, layout)) return a;  // device buffers: lib/cuda
   if (is_blocking_path(a)) {
     hier::run(ctx, a, buffers, layout);

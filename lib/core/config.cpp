@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <string>
 
 namespace agx {
 namespace {
@@ -20,6 +21,8 @@ Config read_environment() {
     const unsigned long long v = std::strtoull(max, &end, 10);
     if (end != max && *end == '\0' && v > 0 && v <= INT_MAX) c.max_message_bytes = v;
   }
+  if (const char* check = std::getenv("AGX_CHECK"); check != nullptr)
+    c.check = std::string(check) == "1";
   return c;
 }
 

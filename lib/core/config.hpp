@@ -16,6 +16,8 @@ struct Config {
   std::string invalid_algo;
   /// AGX_MAX_MESSAGE_BYTES: largest single MPI message; bigger transfers are split.
   std::size_t max_message_bytes = default_max_message_bytes;
+  /// AGX_CHECK=1: ranks agree on every call's sizes, algorithm and in-place use first.
+  bool check = false;
 
   static constexpr std::size_t default_max_message_bytes = std::size_t{1} << 30;  // 1 GiB
 };
