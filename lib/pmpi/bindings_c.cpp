@@ -1,12 +1,14 @@
 // The C entry points: MPI_Allgather, MPI_Allgatherv, MPI_Iallgather,
-// MPI_Iallgatherv and MPI_Finalize. What agx does not serve goes to the PMPI_
-// function untouched; the nonblocking calls run to completion and return a
-// request that is already complete (done_request.hpp).
+// MPI_Iallgatherv, the persistent MPI_Allgather(v)_init (MPI-4; Open MPI's MPIX_
+// extension) and MPI_Finalize. What agx does not serve goes to the PMPI_ function
+// untouched. The nonblocking and persistent calls return requests that agx
+// completes (pending.hpp); the completion calls are in bindings_requests.cpp.
 
 #include "pmpi/bindings.hpp"
 
 #include "pmpi/call.hpp"
 #include "pmpi/done_request.hpp"
+#include "pmpi/pending.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
 
@@ -37,8 +39,10 @@ GatherCall varying(const char* function, const void* sendbuf, int sendcount,
   return c;
 }
 
-/// Runs the call, then hands out a complete request.
-int run_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
+/// Starts the call (C) or runs it to completion and hands out a complete request
+/// (Fortran).
+int run_nonblocking(const GatherCall& c, MPI_Request* request, bool completed) noexcept {
+  if (!completed) return start_nonblocking(c, request);
   if (request == nullptr)
     return guarded(c.comm, c.function, []() -> int {
       throw Error(MPI_ERR_REQUEST, "agx: request pointer is NULL");
@@ -73,28 +77,29 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
 }
 
 int iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-               int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-               MPI_Request* request) noexcept {
+               int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
+               bool completed) noexcept {
   if (!agx_serves(comm, "MPI_Iallgather"))
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            request);
   return run_nonblocking(plain("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf,
                                recvcount, recvtype, comm),
-                         request);
+                         request, completed);
 }
 
 int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                MPI_Request* request) noexcept {
+                MPI_Request* request, bool completed) noexcept {
   if (!agx_serves(comm, "MPI_Iallgatherv"))
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                             comm, request);
   return run_nonblocking(varying("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf,
                                  recvcounts, displs, recvtype, comm),
-                         request);
+                         request, completed);
 }
 
 int finalize() noexcept {
+  finish_requests();
   try {
     print_summary();
   } catch (...) {  // a summary must never stop MPI_Finalize

@@ -126,7 +126,7 @@ void mpi_iallgather(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void
   MPI_Request r = MPI_REQUEST_NULL;
   *ierr = iallgather(c_buffer(sendbuf, true), *sendcount, PMPI_Type_f2c(*sendtype),
                      c_buffer(recvbuf, false), *recvcount, PMPI_Type_f2c(*recvtype),
-                     PMPI_Comm_f2c(*comm), &r);
+                     PMPI_Comm_f2c(*comm), &r, true);
   set_request(request, r, *ierr);
 }
 
@@ -138,7 +138,7 @@ void mpi_iallgatherv(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, voi
   MPI_Request r = MPI_REQUEST_NULL;
   *ierr = iallgatherv(c_buffer(sendbuf, true), *sendcount, PMPI_Type_f2c(*sendtype),
                       c_buffer(recvbuf, false), counts.data, offsets.data,
-                      PMPI_Type_f2c(*recvtype), c, &r);
+                      PMPI_Type_f2c(*recvtype), c, &r, true);
   set_request(request, r, *ierr);
 }
 

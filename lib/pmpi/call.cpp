@@ -28,8 +28,6 @@
 namespace agx::pmpi {
 namespace {
 
-using Bytes = std::unique_ptr<std::byte[]>;
-
 Bytes allocate(std::size_t n) { return Bytes(new std::byte[n == 0 ? 1 : n]); }
 
 std::string str(std::int64_t v) { return std::to_string(v); }
@@ -56,12 +54,6 @@ Algorithm pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_place) {
 }
 
 /// Element counts and displacements of every block, checked.
-struct Blocks {
-  std::vector<std::int64_t> counts, displs;
-  std::vector<std::size_t> bytes;
-  std::size_t total_bytes = 0;
-};
-
 Blocks read_blocks(const GatherCall& c, const TypeInfo& rt, int n) {
   Blocks b;
   const auto un = static_cast<std::size_t>(n);
@@ -115,20 +107,21 @@ bool ranges_overlap(const char* a, std::size_t na, const char* b, std::size_t nb
   return na > 0 && nb > 0 && a < b + nb && b < a + na;
 }
 
-int gather(const GatherCall& c) {
-  const double t0 = PMPI_Wtime();
+}  // namespace
+
+PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
   int n = 0, rank = 0;
   check_mpi(PMPI_Comm_size(c.comm, &n), "MPI_Comm_size");
   check_mpi(PMPI_Comm_rank(c.comm, &rank), "MPI_Comm_rank");
-  const auto me = static_cast<std::size_t>(rank);
-  bool in_place = c.sendbuf == MPI_IN_PLACE;
+  me = static_cast<std::size_t>(rank);
+  user_in_place = c.sendbuf == MPI_IN_PLACE;
+  bool in_place = user_in_place;
 
-  const TypeInfo rt = describe_type(c.recvtype);
-  const Blocks b = read_blocks(c, rt, n);
+  rt = describe_type(c.recvtype);
+  b = read_blocks(c, rt, n);
   if (c.recvbuf == nullptr && rt.true_lb == 0 && b.total_bytes > 0)
     throw Error(MPI_ERR_BUFFER, "agx: receive buffer is NULL with a non-zero count");
 
-  TypeInfo st;
   const char* send_data = nullptr;  // contiguous send bytes, when not packed
   if (!in_place) {
     st = describe_type(c.sendtype);
@@ -144,7 +137,7 @@ int gather(const GatherCall& c) {
     if (is_contiguous(st, c.sendcount)) send_data = static_cast<const char*>(c.sendbuf) + st.true_lb;
   }
 
-  bool recv_direct = true;
+  recv_direct = true;
   for (std::size_t i = 0; i < b.counts.size() && recv_direct; ++i)
     recv_direct = is_contiguous(rt, b.counts[i]);
 
@@ -154,14 +147,11 @@ int gather(const GatherCall& c) {
       (cuda::is_device_memory(c.recvbuf) || (!in_place && cuda::is_device_memory(c.sendbuf))))
     throw Error(MPI_ERR_TYPE, "agx: device buffers need contiguous datatypes");
 
-  Bytes send_tmp, recv_tmp;
-  if (!in_place && send_data == nullptr) {  // non-contiguous send: pack it
+  if (!in_place && send_data == nullptr) {  // non-contiguous send: packed by stage_in()
     send_tmp = allocate(b.bytes[me]);
-    pack(c.sendbuf, c.sendcount, st, send_tmp.get(), c.comm);
     send_data = reinterpret_cast<const char*>(send_tmp.get());
   }
 
-  std::vector<std::size_t> offsets;
   void* recv_base = nullptr;
   if (recv_direct) {
     std::vector<char*> starts(b.bytes.size());
@@ -190,38 +180,54 @@ int gather(const GatherCall& c) {
     offsets = packed_offsets(b);
     recv_tmp = allocate(b.total_bytes);
     recv_base = recv_tmp.get();
-    if (in_place)  // the own block is in the user's buffer: bring it into the temporary
-      pack(element_address(c.recvbuf, b, rt, me), b.counts[me], rt, recv_tmp.get() + offsets[me],
+  }
+  layout = make_layout(b.bytes, offsets);
+  buffers = Buffers{in_place ? nullptr : send_data, recv_base, in_place};
+}
+
+void PreparedCall::stage_in() const {
+  if (send_tmp) pack(c.sendbuf, c.sendcount, st, send_tmp.get(), c.comm);
+  if (recv_tmp && user_in_place)  // the own block is in the user's buffer: bring it in
+    pack(element_address(c.recvbuf, b, rt, me), b.counts[me], rt, recv_tmp.get() + offsets[me],
+         c.comm);
+}
+
+void PreparedCall::stage_out() const {
+  if (!recv_tmp) return;
+  for (std::size_t i = 0; i < b.counts.size(); ++i) {
+    if (user_in_place && i == me) continue;
+    unpack(recv_tmp.get() + offsets[i], element_address(c.recvbuf, b, rt, i), b.counts[i], rt,
            c.comm);
   }
+}
 
-  const Layout layout = make_layout(b.bytes, offsets);
-  const Algorithm a = pick_algorithm(c.comm, layout, in_place);
-  const Buffers buffers{in_place ? nullptr : send_data, recv_base, in_place};
-  const Algorithm ran = allgather_bytes(c.comm, buffers, layout, Options{a});
+Algorithm pick_algorithm(const PreparedCall& p) {
+  return pick_algorithm(p.c.comm, p.layout, p.buffers.in_place);
+}
 
-  if (!recv_direct) {
-    for (std::size_t i = 0; i < b.counts.size(); ++i) {
-      if (in_place && i == me) continue;
-      unpack(recv_tmp.get() + offsets[i], element_address(c.recvbuf, b, rt, i), b.counts[i], rt,
-             c.comm);
-    }
-  }
-  record_call(ran, b.total_bytes, PMPI_Wtime() - t0);
-  announce(c.comm, c.function, ran, b.total_bytes);
+Options pick_nonblocking_options(const PreparedCall& p) {
+  const Algorithm a = pick_algorithm(p);  // AGX_ALGO when it can serve (else one warning)
+  const Settings& s = settings();
+  if (s.forced && a == *s.forced) return Options{a};
+  return Options{Algorithm::automatic, false};  // lets libagx pick a schedule that runs in pieces
+}
+
+namespace {
+
+int gather(const GatherCall& c) {
+  const double t0 = PMPI_Wtime();
+  const PreparedCall p(c);
+  p.stage_in();
+  const Algorithm ran = allgather_bytes(c.comm, p.buffers, p.layout, Options{pick_algorithm(p)});
+  p.stage_out();
+  record_call(ran, p.b.total_bytes, PMPI_Wtime() - t0);
+  announce(c.comm, c.function, ran, p.b.total_bytes);
   return MPI_SUCCESS;
 }
 
-// Set while this thread runs a call through agx. libagx itself may call MPI_Allgather
-// (lib/hier's topology discovery does); those nested calls go to the MPI library.
-thread_local bool inside_agx = false;
-
-struct InsideAgx {
-  InsideAgx() { inside_agx = true; }
-  ~InsideAgx() { inside_agx = false; }
-  InsideAgx(const InsideAgx&) = delete;
-  InsideAgx& operator=(const InsideAgx&) = delete;
-};
+// Set while this thread runs agx code. libagx itself calls MPI (lib/hier's topology
+// discovery calls MPI_Allgather, the executor MPI_Waitall): those calls go to MPI.
+thread_local bool inside = false;
 
 bool mpi_running() {
   int initialized = 0, finalized = 0;
@@ -231,8 +237,12 @@ bool mpi_running() {
 
 }  // namespace
 
+InsideAgx::InsideAgx() : was_inside_(inside) { inside = true; }
+InsideAgx::~InsideAgx() { inside = was_inside_; }
+bool inside_agx() { return inside; }
+
 bool agx_serves(MPI_Comm comm, const char* function) {
-  if (inside_agx) return false;  // agx's own use of MPI: not a user call, not counted
+  if (inside) return false;  // agx's own use of MPI: not a user call, not counted
   if (settings().disabled) {  // untouched: no MPI call of ours unless verbose
     record_passthrough();
     if (settings().verbose && comm != MPI_COMM_NULL && mpi_running())

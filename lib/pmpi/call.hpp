@@ -5,6 +5,16 @@
 
 #include <mpi.h>
 
+#include <agx/bytes.hpp>
+#include <agx/options.hpp>
+
+#include "pmpi/datatype.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
 namespace agx::pmpi {
 
 /// The arguments of MPI_Allgather (recvcount) or MPI_Allgatherv (recvcounts, displs).
@@ -21,6 +31,65 @@ struct GatherCall {
   const int* displs = nullptr;
   MPI_Comm comm = MPI_COMM_NULL;
 };
+
+/// Element counts, displacements and byte sizes of every block, checked.
+struct Blocks {
+  std::vector<std::int64_t> counts, displs;
+  std::vector<std::size_t> bytes;
+  std::size_t total_bytes = 0;
+};
+
+using Bytes = std::unique_ptr<std::byte[]>;
+
+/// A call checked as MPI would check it and turned into bytes: the layout, the
+/// buffers libagx moves, and the temporaries for datatypes that are not contiguous.
+/// Made once per blocking or nonblocking call, once per persistent request.
+/// Throws agx::Error with the MPI class for bad arguments.
+struct PreparedCall {
+  explicit PreparedCall(const GatherCall& call);
+  PreparedCall(const PreparedCall&) = delete;
+  PreparedCall& operator=(const PreparedCall&) = delete;
+
+  /// Packs what is not contiguous (the send data; in place, the own block) into the
+  /// temporaries: before every start, as the user's data may have changed.
+  void stage_in() const;
+  /// Unpacks a non-contiguous receive into the user's buffer: after every completion.
+  void stage_out() const;
+
+  GatherCall c;
+  std::size_t me = 0;          ///< this rank in c.comm
+  bool user_in_place = false;  ///< sendbuf was MPI_IN_PLACE
+  bool recv_direct = true;     ///< agx writes straight into the user's receive buffer
+  TypeInfo st, rt;
+  Blocks b;
+  std::vector<std::size_t> offsets;  ///< of each block in the buffer libagx writes
+  Bytes send_tmp, recv_tmp;          ///< packed send data, packed receive data
+  Layout layout;                     ///< points into b.bytes and offsets
+  Buffers buffers;
+};
+
+/// The algorithm of a blocking call: AGX_ALGO when it can serve (else one warning
+/// and the automatic choice).
+Algorithm pick_algorithm(const PreparedCall& p);
+/// The options of a nonblocking or persistent start: a usable AGX_ALGO, else
+/// automatic (libagx then picks a point-to-point schedule that runs in pieces).
+Options pick_nonblocking_options(const PreparedCall& p);
+
+/// Marks the calling thread as inside agx for its lifetime: MPI calls agx makes
+/// itself (MPI_Allgather in topology discovery, MPI_Waitall in the executor) then go
+/// straight to the MPI library.
+class InsideAgx {
+ public:
+  InsideAgx();
+  ~InsideAgx();
+  InsideAgx(const InsideAgx&) = delete;
+  InsideAgx& operator=(const InsideAgx&) = delete;
+
+ private:
+  bool was_inside_;
+};
+/// Whether the calling thread is inside agx.
+bool inside_agx();
 
 /// Whether agx serves `function` on `comm`: AGX_DISABLE unset, MPI initialized and
 /// not finalized, and `comm` a valid intra-communicator. The answer is the same on

@@ -1,7 +1,8 @@
 #pragma once
-// The request MPI_Iallgather(v) returns. The interposer runs the collective to
-// completion inside the call (docs/interposer.md, "Nonblocking calls"), so the
-// request is a generalized request that is already complete: MPI_Wait, MPI_Test,
+// The request Fortran's MPI_IALLGATHER(V) returns. Those run to completion inside
+// the call (Fortran's MPI_WAIT calls PMPI_Wait, which never advances agx; see
+// docs/interposer.md, "Nonblocking and persistent calls"), so the request is a
+// generalized request that is already complete: MPI_Wait, MPI_Test,
 // MPI_Waitall, MPI_Testall, ... and MPI_Request_free all treat it as MPI defines.
 
 #include <mpi.h>

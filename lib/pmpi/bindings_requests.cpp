@@ -1,0 +1,219 @@
+// The C entry points of persistent all-gathers and of request completion.
+//
+// MPI_Allgather_init / MPI_Allgatherv_init exist from MPI-4 (MPICH 4); Open MPI 4.1
+// offers them as MPIX_Allgather_init / MPIX_Allgatherv_init (mpi-ext.h, "pcollreq").
+// Whichever the MPI library declares is replaced.
+//
+// MPI_Wait, MPI_Test, their all/any/some forms and MPI_Request_get_status advance
+// agx's running requests (pending.hpp) before they look at the user's; a wait then
+// becomes test-and-advance in a loop (spinning briefly, then yielding the core, so
+// that oversubscribed ranks do not starve each other). With no agx request running
+// they are the MPI library's calls, untouched. MPI_Start(all) and MPI_Request_free
+// recognise agx's persistent requests and hand all others to the MPI library.
+
+#include "pmpi/bindings.hpp"
+#include "pmpi/pending.hpp"
+
+#include <sched.h>
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+namespace agx::pmpi {
+namespace {
+
+/// Loops `test(flag)` (an MPI_Test-like call) until it sets `flag` or fails,
+/// advancing agx's requests before each test; once no agx request runs any more,
+/// finishes with `block()` (the MPI library's own wait).
+template <class Test, class Block>
+int wait_with_progress(Test test, Block block) {
+  for (int round = 0; must_progress(); ++round) {
+    progress_requests();
+    int flag = 0;
+    const int rc = test(flag);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    if (round >= 64) sched_yield();  // spin briefly, then give the core away
+  }
+  return block();
+}
+
+int with_persistent_error(int rc, MPI_Request request) {
+  const int error = persistent_error(request);
+  return rc == MPI_SUCCESS ? error : rc;
+}
+
+int init(const GatherCall& c, MPI_Request* request) noexcept { return init_persistent(c, request); }
+
+GatherCall persistent_call(const char* function, const void* sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void* recvbuf, MPI_Datatype recvtype,
+                           MPI_Comm comm) {
+  GatherCall c;
+  c.function = function;
+  c.sendbuf = sendbuf;
+  c.sendcount = sendcount;
+  c.sendtype = sendtype;
+  c.recvbuf = recvbuf;
+  c.recvtype = recvtype;
+  c.comm = comm;
+  return c;
+}
+
+int allgather_init(const char* function, const void* sendbuf, int sendcount,
+                   MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                   MPI_Comm comm, MPI_Request* request) noexcept {
+  GatherCall c = persistent_call(function, sendbuf, sendcount, sendtype, recvbuf, recvtype, comm);
+  c.recvcount = recvcount;
+  return init(c, request);
+}
+
+int allgatherv_init(const char* function, const void* sendbuf, int sendcount,
+                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                    MPI_Request* request) noexcept {
+  GatherCall c = persistent_call(function, sendbuf, sendcount, sendtype, recvbuf, recvtype, comm);
+  c.is_v = true;
+  c.recvcounts = recvcounts;
+  c.displs = displs;
+  return init(c, request);
+}
+
+}  // namespace
+}  // namespace agx::pmpi
+
+using agx::pmpi::agx_serves;
+using agx::pmpi::must_progress;
+using agx::pmpi::progress_requests;
+using agx::pmpi::wait_with_progress;
+
+extern "C" {
+
+#if MPI_VERSION >= 4
+int MPI_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                       int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                       MPI_Request* request) {
+  if (!agx_serves(comm, "MPI_Allgather_init"))
+    return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               info, request);
+  return agx::pmpi::allgather_init("MPI_Allgather_init", sendbuf, sendcount, sendtype, recvbuf,
+                                   recvcount, recvtype, comm, request);
+}
+
+int MPI_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                        const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                        MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  if (!agx_serves(comm, "MPI_Allgatherv_init"))
+    return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                recvtype, comm, info, request);
+  return agx::pmpi::allgatherv_init("MPI_Allgatherv_init", sendbuf, sendcount, sendtype, recvbuf,
+                                    recvcounts, displs, recvtype, comm, request);
+}
+#endif
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+int MPIX_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                        int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                        MPI_Request* request) {
+  if (!agx_serves(comm, "MPIX_Allgather_init"))
+    return PMPIX_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                info, request);
+  return agx::pmpi::allgather_init("MPIX_Allgather_init", sendbuf, sendcount, sendtype, recvbuf,
+                                   recvcount, recvtype, comm, request);
+}
+
+int MPIX_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                         const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                         MPI_Comm comm, MPI_Info info, MPI_Request* request) {
+  if (!agx_serves(comm, "MPIX_Allgatherv_init"))
+    return PMPIX_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                 recvtype, comm, info, request);
+  return agx::pmpi::allgatherv_init("MPIX_Allgatherv_init", sendbuf, sendcount, sendtype,
+                                    recvbuf, recvcounts, displs, recvtype, comm, request);
+}
+#endif
+
+int MPI_Start(MPI_Request* request) {
+  int rc = MPI_SUCCESS;
+  if (agx::pmpi::start_if_persistent(request, &rc)) return rc;
+  return PMPI_Start(request);
+}
+
+int MPI_Startall(int count, MPI_Request requests[]) {
+  if (count < 0 || requests == nullptr) return PMPI_Startall(count, requests);
+  for (int i = 0; i < count; ++i) {  // one by one: agx's and the MPI library's may mix
+    int rc = MPI_SUCCESS;
+    if (!agx::pmpi::start_if_persistent(&requests[i], &rc)) rc = PMPI_Start(&requests[i]);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Request_free(MPI_Request* request) {
+  int rc = MPI_SUCCESS;
+  if (agx::pmpi::free_if_persistent(request, &rc)) return rc;
+  return PMPI_Request_free(request);
+}
+
+int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  const MPI_Request handle = request != nullptr ? *request : MPI_REQUEST_NULL;
+  if (!must_progress()) return agx::pmpi::with_persistent_error(PMPI_Wait(request, status), handle);
+  const int rc = wait_with_progress([&](int& flag) { return PMPI_Test(request, &flag, status); },
+                                    [&] { return PMPI_Wait(request, status); });
+  return agx::pmpi::with_persistent_error(rc, handle);
+}
+
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  const MPI_Request handle = request != nullptr ? *request : MPI_REQUEST_NULL;
+  if (must_progress()) progress_requests();
+  const int rc = PMPI_Test(request, flag, status);
+  return flag != nullptr && *flag ? agx::pmpi::with_persistent_error(rc, handle) : rc;
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (!must_progress()) return PMPI_Waitall(count, requests, statuses);
+  return wait_with_progress(
+      [&](int& flag) { return PMPI_Testall(count, requests, &flag, statuses); },
+      [&] { return PMPI_Waitall(count, requests, statuses); });
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (must_progress()) progress_requests();
+  return PMPI_Testall(count, requests, flag, statuses);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (!must_progress()) return PMPI_Waitany(count, requests, index, status);
+  return wait_with_progress(
+      [&](int& flag) { return PMPI_Testany(count, requests, index, &flag, status); },
+      [&] { return PMPI_Waitany(count, requests, index, status); });
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (must_progress()) progress_requests();
+  return PMPI_Testany(count, requests, index, flag, status);
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (!must_progress()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  return wait_with_progress(
+      [&](int& flag) {
+        const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+        flag = outcount != nullptr && *outcount != 0;  // MPI_UNDEFINED: nothing active
+        return rc;
+      },
+      [&] { return PMPI_Waitsome(incount, requests, outcount, indices, statuses); });
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (must_progress()) progress_requests();
+  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
+  if (must_progress()) progress_requests();
+  return PMPI_Request_get_status(request, flag, status);
+}
+
+}  // extern "C"

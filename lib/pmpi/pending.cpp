@@ -1,0 +1,254 @@
+// The interposer's running and persistent requests (the mechanism is described in
+// pending.hpp). One table holds every agx request of this process that has an MPI
+// handle: nonblocking ones from start to completion, persistent ones from init to
+// MPI_Request_free. A mutex guards it; progress only try-locks it, so a thread that
+// finds another one advancing simply goes on testing its own requests.
+
+#include "pmpi/pending.hpp"
+
+#include <agx/error.hpp>
+#include <agx/request.hpp>
+
+#include "core/mpi_check.hpp"
+#include "pmpi/raise.hpp"
+#include "pmpi/report.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace agx::pmpi {
+namespace {
+
+struct Pending {
+  std::unique_ptr<PreparedCall> call;
+  bool persistent = false;
+  Request request;  ///< nonblocking
+  Plan plan;        ///< persistent
+  MPI_Request handle = MPI_REQUEST_NULL;  ///< what the user holds
+  int tag = 0;                            ///< persistent: of the self message
+  bool running = false;
+  int error = MPI_SUCCESS;  ///< of the last start
+  double started = 0;
+};
+
+std::mutex table_mutex;
+std::vector<Pending*> table;         // every Pending with a live handle
+std::atomic<int> running_count{0};   // how many of them are running
+std::atomic<int> persistent_count{0};  // how many of them are persistent
+MPI_Comm self_comm = MPI_COMM_NULL;  // persistent handles live here
+int next_tag = 0;
+
+// Generalized request callbacks. The state is the Pending, owned by MPI from the
+// handle's completion on: free_state deletes it.
+int query_state(void* state, MPI_Status* status) {
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  return static_cast<Pending*>(state)->error;
+}
+int free_state(void* state) {
+  delete static_cast<Pending*>(state);
+  return MPI_SUCCESS;
+}
+int cancel_state(void*, int) { return MPI_SUCCESS; }  // collectives cannot be cancelled
+
+void set_running(Pending& p, bool on) {
+  if (p.running == on) return;
+  p.running = on;
+  running_count.fetch_add(on ? 1 : -1);
+}
+
+/// Completes the user's handle once agx has finished (or failed) the data movement.
+/// A nonblocking Pending leaves the table here and belongs to MPI afterwards.
+void complete(Pending& p) {
+  if (p.error == MPI_SUCCESS) {
+    p.call->stage_out();
+    record_call(p.persistent ? p.plan.algorithm() : p.request.algorithm(), p.call->b.total_bytes,
+                PMPI_Wtime() - p.started);
+  }
+  set_running(p, false);
+  if (p.persistent) {
+    check_mpi(PMPI_Send(nullptr, 0, MPI_BYTE, 0, p.tag, self_comm), "MPI_Send");
+  } else {
+    table.erase(std::find(table.begin(), table.end(), &p));
+    check_mpi(PMPI_Grequest_complete(p.handle), "MPI_Grequest_complete");  // may free p
+  }
+}
+
+/// One test of a running Pending; completes it when done. Errors are recorded and
+/// raised through the communicator (which aborts under MPI_ERRORS_ARE_FATAL).
+void advance(Pending& p) {
+  bool done = false;
+  try {
+    done = p.persistent ? p.plan.test() : p.request.test();
+  } catch (const Error& e) {
+    p.error = raise_error(p.call->c.comm, e.error_class(),
+                          std::string(p.call->c.function) + ": " + e.what());
+    done = true;
+  }
+  if (done) complete(p);
+}
+
+Pending* find_persistent(MPI_Request handle) {
+  for (Pending* p : table)
+    if (p->persistent && p->handle == handle) return p;
+  return nullptr;
+}
+
+/// Advances every running Pending once (backwards: complete() may remove entries).
+void advance_all() {
+  for (std::size_t i = table.size(); i-- > 0;)
+    if (i < table.size() && table[i]->running) advance(*table[i]);
+}
+
+/// Advances everything until `done()`, letting other threads in between rounds.
+template <class Done>
+void advance_until(Done done, std::unique_lock<std::mutex>& lock) {
+  while (true) {
+    advance_all();
+    if (done()) return;
+    lock.unlock();
+    sched_yield();
+    lock.lock();
+  }
+}
+
+}  // namespace
+
+int start_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
+  const InsideAgx guard;
+  return guarded(c.comm, c.function, [&] {
+    if (request == nullptr) throw Error(MPI_ERR_REQUEST, "agx: request pointer is NULL");
+    *request = MPI_REQUEST_NULL;
+    auto p = std::make_unique<Pending>();
+    p->started = PMPI_Wtime();
+    p->call = std::make_unique<PreparedCall>(c);
+    const PreparedCall& call = *p->call;
+    call.stage_in();
+    p->request = start_allgather_bytes(c.comm, call.buffers, call.layout,
+                                       pick_nonblocking_options(call));
+    announce(c.comm, c.function, p->request.algorithm(), call.b.total_bytes);
+    check_mpi(PMPI_Grequest_start(query_state, free_state, cancel_state, p.get(), &p->handle),
+              "MPI_Grequest_start");
+    *request = p->handle;
+    std::lock_guard lock(table_mutex);
+    Pending& mine = *p.release();
+    table.push_back(&mine);
+    set_running(mine, true);
+    advance(mine);  // small calls often finish here
+    return MPI_SUCCESS;
+  });
+}
+
+int init_persistent(const GatherCall& c, MPI_Request* request) noexcept {
+  const InsideAgx guard;
+  return guarded(c.comm, c.function, [&] {
+    if (request == nullptr) throw Error(MPI_ERR_REQUEST, "agx: request pointer is NULL");
+    *request = MPI_REQUEST_NULL;
+    auto p = std::make_unique<Pending>();
+    p->persistent = true;
+    p->call = std::make_unique<PreparedCall>(c);
+    const PreparedCall& call = *p->call;
+    p->plan = plan_allgather_bytes(c.comm, call.buffers, call.layout,
+                                   pick_nonblocking_options(call));
+    announce(c.comm, c.function, p->plan.algorithm(), call.b.total_bytes);
+    std::lock_guard lock(table_mutex);
+    if (self_comm == MPI_COMM_NULL)
+      check_mpi(PMPI_Comm_dup(MPI_COMM_SELF, &self_comm), "MPI_Comm_dup");
+    p->tag = next_tag;
+    next_tag = (next_tag + 1) % 32768;  // MPI guarantees tags up to 32767
+    check_mpi(PMPI_Recv_init(nullptr, 0, MPI_BYTE, 0, p->tag, self_comm, &p->handle),
+              "MPI_Recv_init");
+    *request = p->handle;
+    table.push_back(p.release());
+    persistent_count.fetch_add(1);
+    return MPI_SUCCESS;
+  });
+}
+
+bool must_progress() noexcept {
+  return running_count.load(std::memory_order_relaxed) > 0 && !inside_agx();
+}
+
+void progress_requests() noexcept {
+  const InsideAgx guard;
+  std::unique_lock lock(table_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  try {
+    advance_all();
+  } catch (...) {  // a handle that cannot be completed: MPI itself is failing
+  }
+}
+
+bool start_if_persistent(MPI_Request* request, int* rc) noexcept {
+  if (request == nullptr || persistent_count.load() == 0 || inside_agx()) return false;
+  const InsideAgx guard;
+  std::lock_guard lock(table_mutex);
+  Pending* p = find_persistent(*request);
+  if (p == nullptr) return false;
+  *rc = guarded(p->call->c.comm, p->call->c.function, [&] {
+    if (p->running) throw Error(MPI_ERR_REQUEST, "agx: MPI_Start on a request that is active");
+    p->error = MPI_SUCCESS;
+    p->started = PMPI_Wtime();
+    p->call->stage_in();
+    check_mpi(PMPI_Start(&p->handle), "MPI_Start");
+    set_running(*p, true);
+    try {
+      p->plan.start();
+    } catch (...) {  // nothing moved: let the handle complete, then report
+      set_running(*p, false);
+      check_mpi(PMPI_Send(nullptr, 0, MPI_BYTE, 0, p->tag, self_comm), "MPI_Send");
+      throw;
+    }
+    advance(*p);
+    return MPI_SUCCESS;
+  });
+  return true;
+}
+
+bool free_if_persistent(MPI_Request* request, int* rc) noexcept {
+  if (request == nullptr || persistent_count.load() == 0 || inside_agx()) return false;
+  const InsideAgx guard;
+  std::unique_lock lock(table_mutex);
+  Pending* p = find_persistent(*request);
+  if (p == nullptr) return false;
+  *rc = guarded(p->call->c.comm, p->call->c.function, [&] {
+    // MPI lets a running request be freed; agx finishes it first
+    advance_until([p] { return !p->running; }, lock);
+    table.erase(std::find(table.begin(), table.end(), p));
+    persistent_count.fetch_sub(1);
+    const std::unique_ptr<Pending> owned(p);
+    return PMPI_Request_free(request);  // the completed self receive
+  });
+  return true;
+}
+
+int persistent_error(MPI_Request request) noexcept {
+  if (request == MPI_REQUEST_NULL || persistent_count.load() == 0 || inside_agx())
+    return MPI_SUCCESS;
+  std::lock_guard lock(table_mutex);
+  Pending* p = find_persistent(request);
+  if (p == nullptr || p->running) return MPI_SUCCESS;
+  const int error = p->error;
+  p->error = MPI_SUCCESS;
+  return error;
+}
+
+void finish_requests() noexcept {
+  const InsideAgx guard;
+  try {
+    std::unique_lock lock(table_mutex);
+    advance_until([] { return running_count.load() == 0; }, lock);
+    if (self_comm != MPI_COMM_NULL) PMPI_Comm_free(&self_comm);
+  } catch (...) {  // MPI_Finalize goes on regardless
+  }
+}
+
+}  // namespace agx::pmpi
