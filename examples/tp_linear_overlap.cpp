@@ -1,5 +1,5 @@
 // Tensor-parallel column-split linear layer, blocking and overlapped.
-//   mpirun -np 4 build/examples/tp_linear_overlap [batch] [in] [out-per-rank] [chunks]
+//   mpirun -np 4 build/examples/tp_linear_overlap [batch] [in] [out-per-rank] [chunks] [repeats]
 //
 // Y = X · W with W split by columns: rank i holds W_i (in × out_i) and computes the
 // slice Y_i = X · W_i; an all-gather gives every rank the full activation, which the
@@ -7,7 +7,9 @@
 // is cut into chunks; the gather of chunk k runs (agx::Plan, started per chunk) while
 // chunk k+1 is computed, with test() between rows so that MPI makes progress.
 // Both results are checked element by element against the serial product; the program
-// prints both times, the communication alone, and the fraction of it hidden.
+// prints both times, the communication alone, and the fraction of it hidden. Each of
+// the four phases runs `repeats` times, interleaved, and the medians are reported (the
+// slowest rank's time per run), so that a busy machine does not decide the result.
 
 #include <agx/agx.hpp>
 
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   Shape s{argc > 1 ? std::atoi(argv[1]) : 256, argc > 2 ? std::atoi(argv[2]) : 256,
           argc > 3 ? std::atoi(argv[3]) : 256, argc > 4 ? std::atoi(argv[4]) : 8, 0, 0};
+  const int repeats = std::max(1, argc > 5 ? std::atoi(argv[5]) : 5);
   MPI_Comm_size(MPI_COMM_WORLD, &s.ranks);
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
   s.batch -= s.batch % s.chunks;
@@ -95,40 +98,53 @@ int main(int argc, char** argv) {
       MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       return slowest;
     };
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
     const auto no_poll = [] {};
-    const double t_compute = timed([&] {
-      for (int k = 0; k < s.chunks; ++k)
-        compute_rows(s, k * s.rows_per_chunk(), (k + 1) * s.rows_per_chunk(), slice[k].data(), no_poll);
-    });
-    const double t_comm = timed([&] {
-      for (int k = 0; k < s.chunks; ++k) gather(slice[k], blocking[k]);
-    });
-    const double t_blocking = timed([&] {
-      for (int k = 0; k < s.chunks; ++k) {
-        compute_rows(s, k * s.rows_per_chunk(), (k + 1) * s.rows_per_chunk(), slice[k].data(), no_poll);
-        gather(slice[k], blocking[k]);
-      }
-    });
-    const double t_overlapped = timed([&] {
-      for (int k = 0; k < s.chunks; ++k) {
-        auto poll = [&] {  // advance the gathers still running
-          for (int j = std::max(0, k - 2); j < k; ++j) plans[j].test();
-        };
-        if (k >= 2) plans[k - 2].wait();  // at most two gathers in flight
-        compute_rows(s, k * s.rows_per_chunk(), (k + 1) * s.rows_per_chunk(), slice[k].data(), poll);
-        plans[k].start();  // gather chunk k while chunk k+1 is computed
-      }
-      for (auto& p : plans) p.wait();
-    });
+    std::vector<double> compute_times, comm_times, blocking_times, overlapped_times;
+    for (int rep = 0; rep < repeats; ++rep) {
+      compute_times.push_back(timed([&] {
+        for (int k = 0; k < s.chunks; ++k)
+          compute_rows(s, k * s.rows_per_chunk(), (k + 1) * s.rows_per_chunk(), slice[k].data(),
+                       no_poll);
+      }));
+      comm_times.push_back(timed([&] {
+        for (int k = 0; k < s.chunks; ++k) gather(slice[k], blocking[k]);
+      }));
+      blocking_times.push_back(timed([&] {
+        for (int k = 0; k < s.chunks; ++k) {
+          compute_rows(s, k * s.rows_per_chunk(), (k + 1) * s.rows_per_chunk(), slice[k].data(),
+                       no_poll);
+          gather(slice[k], blocking[k]);
+        }
+      }));
+      overlapped_times.push_back(timed([&] {
+        for (int k = 0; k < s.chunks; ++k) {
+          auto poll = [&] {  // advance the gathers still running
+            for (int j = std::max(0, k - 2); j < k; ++j) plans[j].test();
+          };
+          if (k >= 2) plans[k - 2].wait();  // at most two gathers in flight
+          compute_rows(s, k * s.rows_per_chunk(), (k + 1) * s.rows_per_chunk(), slice[k].data(),
+                       poll);
+          plans[k].start();  // gather chunk k while chunk k+1 is computed
+        }
+        for (auto& p : plans) p.wait();
+      }));
+    }
+    const double t_compute = median(compute_times), t_comm = median(comm_times);
+    const double t_blocking = median(blocking_times), t_overlapped = median(overlapped_times);
     bad += check(s, blocking, "blocking");
     bad += check(s, overlapped, "overlapped");
     const double hidden = t_comm > 0 ? std::clamp((t_blocking - t_overlapped) / t_comm, 0.0, 1.0) : 0;
     if (s.rank == 0)
-      std::printf("tp_linear N=%d batch=%d in=%d out=%d chunks=%d algorithm=%s\n"
+      std::printf("tp_linear N=%d batch=%d in=%d out=%d chunks=%d algorithm=%s (median of %d)\n"
                   "  compute %.3f ms, communication %.3f ms\n"
                   "  blocking %.3f ms, overlapped %.3f ms, communication hidden %.0f%%\n",
                   s.ranks, s.batch, s.in, s.out_per_rank * s.ranks, s.chunks,
-                  std::string(agx::to_string(plans[0].algorithm())).c_str(), t_compute * 1e3,
+                  std::string(agx::to_string(plans[0].algorithm())).c_str(), repeats,
+                  t_compute * 1e3,
                   t_comm * 1e3, t_blocking * 1e3, t_overlapped * 1e3, hidden * 100);
   } catch (const agx::Error& e) {
     std::fprintf(stderr, "rank %d: %s\n", s.rank, e.what());
