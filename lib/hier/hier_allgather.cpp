@@ -38,6 +38,7 @@
 #include "hier/settings.hpp"
 
 #include <algorithm>
+#include <iomanip>
 #include <cstring>
 #include <sstream>
 
@@ -136,7 +137,7 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
       return;
     }
   }
-  if (t.nnodes == 1 && h.cma && total / static_cast<std::size_t>(t.size) >= s.cma_min_bytes) {
+  if (t.nnodes == 1 && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
     ++h.single_copy_calls;
     single_copy(h, gen, buffers, layout);
     return;
@@ -196,11 +197,15 @@ std::string describe(MPI_Comm comm) {
        << ", package " << b.package << "), last ran on PU " << b.last_cpu << "\n";
   }
   os << "  leaders per node " << h.leaders << ", single copy (process_vm_readv) "
-     << (h.cma ? "available" : "unavailable") << (s.cma ? "" : " (AGX_CMA=0)")
-     << (s.cma_min_bytes == static_cast<std::size_t>(-1)
-             ? std::string(", not used (set AGX_CMA_MIN_BYTES to use it)")
-             : ", used from " + std::to_string(s.cma_min_bytes) + " B mean block")
-     << "\n";
+     << (h.cma ? "available" : "unavailable") << (s.cma ? "" : " (AGX_CMA=0)");
+  if (h.cma)
+    os << ", " << std::fixed << std::setprecision(2) << h.cma_speed << std::defaultfloat
+       << "x memcpy's speed at setup"
+       << (h.cma_min_bytes == HierContext::never
+               ? std::string(": not used (too slow to beat staging; AGX_CMA_MIN_BYTES forces it)")
+               : ": used from " + std::to_string(h.cma_min_bytes) + " B mean block" +
+                     (s.cma_min_bytes ? " (AGX_CMA_MIN_BYTES)" : ""));
+  os << "\n";
   os << "  segment: header " << t.local_size() << " x " << sizeof(Slot) << " B, data "
      << h.data_bytes() << " B (grown " << h.grows() << "x), generation " << h.gen()
      << ", inline calls " << h.inline_calls << ", staged calls " << h.staged_calls << ", single-copy calls " << h.single_copy_calls

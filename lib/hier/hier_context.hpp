@@ -67,6 +67,11 @@ class HierContext {
   int leaders = 1;                       ///< leaders per node (local ranks 0..leaders-1)
   MPI_Comm leader_comm = MPI_COMM_NULL;  ///< local rank l of every node; rank = node index
   bool cma = false;                      ///< process_vm_readv works between all local ranks
+  double cma_speed = 0;                  ///< its speed relative to memcpy (node's slowest)
+  static constexpr std::size_t never = static_cast<std::size_t>(-1);
+  /// Single copy from this mean block size up: AGX_CMA_MIN_BYTES, else 256 KiB where
+  /// the probe found it faster than staging, else never.
+  std::size_t cma_min_bytes = never;
 
   Slot& slot(int local) { return slots_[local]; }
   Slot& own_slot() { return slots_[topo.local]; }

@@ -10,8 +10,8 @@
 //   AGX_SHM_CHUNK_BYTES=b     copy-in/copy-out chunk of large blocks; default 64 KiB
 //   AGX_CMA=0|1               allow the single-copy path (process_vm_readv); default 1
 //   AGX_CMA_MIN_BYTES=b       single copy when the mean block is at least b; default:
-//                             never (on the development machine the staged path was
-//                             faster at every size, docs/hierarchy.md)
+//                             from 256 KiB where a probe at setup finds the kernel copy
+//                             fast enough to beat staging, else never (hier_context.cpp)
 
 #include <agx/algorithm.hpp>
 
@@ -27,7 +27,7 @@ struct Settings {
   int leaders = 1;
   std::size_t chunk_bytes = 64 * 1024;
   bool cma = true;
-  std::size_t cma_min_bytes = static_cast<std::size_t>(-1);  // off: never faster here
+  std::optional<std::size_t> cma_min_bytes;  ///< unset: decided by the setup probe
 };
 
 const Settings& settings();
