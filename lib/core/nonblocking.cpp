@@ -10,8 +10,10 @@
 
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
+#include "core/consistency.hpp"
 #include "core/executor.hpp"
 #include "core/select.hpp"
+#include "cuda/device_path.hpp"
 #include "hier/hier.hpp"
 
 #include <sched.h>
@@ -145,6 +147,8 @@ class Single final : public Operation {
 
  private:
   void do_start() override {
+    // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
+    if (cuda::run_if_device(ctx_, algorithm(), buffers_, this->layout())) return;
     if (is_blocking_path(algorithm())) {  // forced lib/hier path: runs to completion here
       hier::run(ctx_, algorithm(), buffers_, this->layout());
       return;
@@ -181,6 +185,7 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
   const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // synchronizing
   detail::OperationPtr op = detail::make_single(ctx, a, buffers, layout);
   op->start();
   return Request(std::move(op));
@@ -191,6 +196,7 @@ Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
   const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // once, at planning
   return Plan(detail::make_persistent(ctx, a, buffers, layout));
 }
 

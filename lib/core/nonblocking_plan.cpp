@@ -19,6 +19,7 @@
 #include "core/executor.hpp"
 #include "core/message.hpp"
 #include "core/mpi_check.hpp"
+#include "cuda/device_path.hpp"
 #include "hier/hier.hpp"
 
 #include <cstring>
@@ -88,6 +89,9 @@ class Persistent final : public Operation {
   }
 
   void do_start() override {
+    // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
+    on_device_ = cuda::run_if_device(ctx_, algorithm(), buffers_, layout());
+    if (on_device_) return;
     if (is_blocking_path(algorithm())) {
       hier::run(ctx_, algorithm(), buffers_, layout());
       return;
@@ -101,7 +105,7 @@ class Persistent final : public Operation {
   }
 
   bool do_test() override {
-    if (is_blocking_path(algorithm())) return true;
+    if (on_device_ || is_blocking_path(algorithm())) return true;
     while (round_ < rounds_.size()) {
       auto& round = rounds_[round_];
       int done = 0;
@@ -121,6 +125,7 @@ class Persistent final : public Operation {
   std::vector<std::vector<MPI_Request>> rounds_;
   std::vector<MPI_Datatype> types_;
   std::size_t round_ = 0;
+  bool on_device_ = false;  ///< the last start ran the device path (complete)
 };
 
 }  // namespace

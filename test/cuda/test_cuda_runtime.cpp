@@ -2,7 +2,8 @@
 // is preloaded: --mpi). Needs a GPU: without one (no device, no driver) it prints why
 // and exits 77, which Meson counts as a skip. Ranks sharing a node use GPU
 // (node rank % devices). Checks, for float, __half and __nv_bfloat16: device, managed
-// and pinned buffers; out of place, in place and the v form; and a mixed call where
+// and pinned buffers; out of place, in place, the v form, a nonblocking start and a
+// persistent plan (both run the device path inside start()); and a mixed call where
 // rank 0 passes host memory while the others pass device memory. The path is whatever
 // AGX_CUDA_PATH forces (or auto).
 
@@ -69,7 +70,8 @@ void run(Kind kind, std::size_t count, const char* type_name) {
   const std::size_t block = count * sizeof(T), total = block * static_cast<std::size_t>(size_);
   std::vector<unsigned char> host(total + 1, 0x5a);
   for (std::size_t i = 0; i < block; ++i) host[static_cast<std::size_t>(rank_) * block + i] = byte_of(rank_, i);
-  for (int form = 0; form < 3; ++form) {  // 0 out of place, 1 in place, 2 v form
+  // 0 out of place, 1 in place, 2 v form, 3 nonblocking start + wait, 4 persistent plan
+  for (int form = 0; form < 5; ++form) {
     auto* send = static_cast<T*>(alloc(kind, block));
     auto* recv = static_cast<T*>(alloc(kind, total));
     std::vector<unsigned char> init(total + 1, 0x5a);
@@ -86,6 +88,11 @@ void run(Kind kind, std::size_t count, const char* type_name) {
       if (form == 0) MPI_Allgather(send, c, t, recv, c, t, MPI_COMM_WORLD);
       if (form == 1) MPI_Allgather(MPI_IN_PLACE, 0, t, recv, c, t, MPI_COMM_WORLD);
       if (form == 2) MPI_Allgatherv(send, c, t, recv, bc.data(), bd.data(), t, MPI_COMM_WORLD);
+      if (form >= 3) {
+        MPI_Request req;
+        MPI_Iallgather(send, c, t, recv, c, t, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+      }
     } else {
       agx::Allgather<T> g(MPI_COMM_WORLD);
       const std::span<const T> s(send, count);
@@ -93,6 +100,11 @@ void run(Kind kind, std::size_t count, const char* type_name) {
       if (form == 0) g(s, all);
       if (form == 1) g.in_place(all);
       if (form == 2) g.v(s, all, counts, displs);
+      if (form == 3) g.start(s, all).wait();
+      if (form == 4) {
+        agx::Plan p = g.plan(s, all);
+        for (int i = 0; i < 2; ++i) p.start(), p.wait();
+      }
     }
     std::vector<unsigned char> got(total + 1);
     cuda_ok(cudaMemcpy(got.data(), recv, total, cudaMemcpyDefault), "cudaMemcpy");

@@ -1,5 +1,5 @@
 // Checking mode (run with AGX_CHECK=1): calls that differ between ranks — counts, the
-// algorithm, in-place use — must fail with MPI_ERR_ARG on every rank, naming the ranks,
+// algorithm, in-place use; blocking calls, nonblocking starts and plans — must fail with MPI_ERR_ARG on every rank, naming the ranks,
 // instead of hanging or gathering garbage; afterwards the communicator still works.
 // Needs at least 3 ranks.
 
@@ -69,6 +69,18 @@ int main(int argc, char** argv) {
     agx::Allgather<int> gather(MPI_COMM_WORLD);
     if (rank == 0) gather.in_place(std::span<int>(recv).first(4 * un));
     else gather(four, std::span<int>(recv).first(4 * un));
+  });
+  // The same checks at a nonblocking start and at planning a persistent call.
+  expect_error("different counts, nonblocking", "rank 1 expects 20 bytes", [&] {
+    agx::Allgather<int> gather(MPI_COMM_WORLD);
+    gather.start(send, std::span<int>(recv).first(send.size() * un)).wait();
+  });
+  expect_error("different algorithms, persistent", "rank 2 runs algorithm 'ring'", [&] {
+    agx::Allgather<int> gather(MPI_COMM_WORLD,
+                               {rank == 2 ? agx::Algorithm::ring : agx::Algorithm::bruck});
+    agx::Plan plan = gather.plan(four, std::span<int>(recv).first(4 * un));
+    plan.start();
+    plan.wait();
   });
   expect_correct("consistent call after the errors");
 
