@@ -21,7 +21,9 @@ logs=(build/meson-logs/testlog.json)
 configure build-mpich -Dmpi=mpich -Dcuda=disabled  # the CUDA build is checked once, on Open MPI
 # meson test intersects test names with --suite, so the two sets run separately.
 meson test -C build-mpich --print-errorlogs --logbase mpich-core \
-  unit allgather-np1 allgather-np2 allgather-np3 || status=1
+  unit allgather-np1 allgather-np2 allgather-np3 \
+  timeout-ring-abort timeout-ring-error timeout-pmpi-ring-error \
+  integrity-flip-np3-1_1 integrity-flip-np5-3_1 || status=1
 logs+=(build-mpich/meson-logs/mpich-core.json)
 meson test -C build-mpich --print-errorlogs --logbase mpich-pmpi --suite pmpi || status=1
 logs+=(build-mpich/meson-logs/mpich-pmpi.json)

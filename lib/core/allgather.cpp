@@ -21,6 +21,7 @@ namespace agx {
 
 Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                           const Options& options) {
+  check_config();
   CommContext& ctx = checked_context(comm, buffers, layout);
   const Algorithm a = select_algorithm(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
@@ -30,7 +31,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
     return a;
   }
   Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
-              config().max_message_bytes);
+              config().max_message_bytes, Checks::of(a));
   e.start();
   if (!detail::progress_pending()) {
     e.wait();

@@ -9,6 +9,12 @@
 
 namespace agx {
 
+/// AGX_TEST_FLIP=<rank>:<round>: the test seam of AGX_INTEGRITY (integrity.hpp).
+struct FlipSeam {
+  int rank = 0;
+  int round = 0;
+};
+
 struct Config {
   /// AGX_ALGO: algorithm forced for calls whose options say `automatic`.
   std::optional<Algorithm> forced;
@@ -18,11 +24,24 @@ struct Config {
   std::size_t max_message_bytes = default_max_message_bytes;
   /// AGX_CHECK=1: ranks agree on every call's sizes, algorithm and in-place use first.
   bool check = false;
+  /// AGX_TIMEOUT: seconds a wait may make no progress before agx reports a hang; 0: off.
+  double timeout_seconds = 0;
+  /// AGX_TIMEOUT_ACTION: `abort` (MPI_Abort, the default) or `error` (agx::Error).
+  bool timeout_abort = true;
+  /// AGX_INTEGRITY=1: a CRC32C per block travels with it and is checked on receipt.
+  bool integrity = false;
+  /// AGX_TEST_FLIP: flip one bit of a received block (test seam, integrity.hpp).
+  std::optional<FlipSeam> flip;
+  /// Settings above whose text could not be read; an MPI_ERR_ARG at the next call.
+  std::string invalid;
 
   static constexpr std::size_t default_max_message_bytes = std::size_t{1} << 30;  // 1 GiB
 };
 
 /// The process-wide configuration, read from the environment on first use.
 const Config& config();
+
+/// Throws agx::Error (MPI_ERR_ARG) naming the settings that could not be read.
+void check_config();
 
 }  // namespace agx

@@ -1,19 +1,26 @@
 #include "core/executor.hpp"
 
 #include "core/mpi_check.hpp"
+#include "hier/wait.hpp"
 
 #include <cstring>
+#include <string>
 
 namespace agx {
 
 Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout,
-                     MPI_Comm comm, int tag, std::size_t max_message_bytes)
+                     MPI_Comm comm, int tag, std::size_t max_message_bytes, const Checks& checks)
     : schedule_(schedule),
       buffers_(buffers),
       layout_(layout),
       comm_(comm),
       tag_(tag),
-      max_message_bytes_(max_message_bytes) {}
+      max_message_bytes_(max_message_bytes),
+      checks_(checks),
+      timeout_(timeout_seconds()) {
+  if (RoundChecks::needed(checks_, schedule_.rank))
+    round_checks_.emplace(schedule_, buffers_, layout_, checks_);
+}
 
 Execution::~Execution() {
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
@@ -21,6 +28,8 @@ Execution::~Execution() {
 
 void Execution::start() {
   round_ = 0;
+  if (round_checks_) round_checks_->start();
+  if (timeout_ > 0) clock_.emplace(timeout_);
   if (!schedule_.rounds.empty()) post_round();
   // The own block travels from the send buffer, so this copy overlaps round 0.
   const std::size_t own = layout_.bytes(schedule_.rank);
@@ -30,6 +39,7 @@ void Execution::start() {
 }
 
 bool Execution::test() {
+  if (timeout_ > 0) return poll();
   while (round_ < schedule_.rounds.size()) {
     int done = 0;
     check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
@@ -42,6 +52,10 @@ bool Execution::test() {
 }
 
 void Execution::wait() {
+  if (timeout_ > 0) {
+    hier::spin_then_yield([this] { return poll(); });  // poll() reports a stall
+    return;
+  }
   while (round_ < schedule_.rounds.size()) {
     check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
                           MPI_STATUSES_IGNORE),
@@ -50,25 +64,55 @@ void Execution::wait() {
   }
 }
 
+bool Execution::poll() {
+  while (round_ < schedule_.rounds.size()) {
+    open_ = test_some(requests_, done_indices_, open_, *clock_);
+    if (open_ > 0) {
+      if (clock_->stalled()) stalled();
+      return false;
+    }
+    end_round();
+    clock_->restart();
+  }
+  return true;
+}
+
 void Execution::end_round() {
   requests_.clear();
+  posted_.clear();
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
   types_.clear();
+  if (round_checks_) round_checks_->end_round(round_);
   if (++round_ < schedule_.rounds.size()) post_round();
+  else if (round_checks_) round_checks_->finish();
 }
 
 void Execution::post_round() {
   const Round& round = schedule_.rounds[round_];
-  // Receives first, so that eager sends find a posted buffer.
+  const bool checksums = round_checks_ && round_checks_->carries_checksums();
+  if (checksums) round_checks_->pack(round_);
+  // Receives first, so that eager sends find a posted buffer. With AGX_INTEGRITY each
+  // transfer's checksum message follows its data pieces, on both sides (integrity.hpp).
   for (int pass = 0; pass < 2; ++pass) {
     const bool is_send = pass == 1;
-    for (const Transfer& t : is_send ? round.sends : round.recvs) {
+    const auto& transfers = is_send ? round.sends : round.recvs;
+    for (std::size_t k = 0; k < transfers.size(); ++k) {
+      const Transfer& t = transfers[k];
       plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_);
       for (std::size_t i = 0; i < message_.pieces(); ++i) {
         const std::size_t b = message_.piece_begin[i], e = message_.piece_begin[i + 1];
-        post(is_send, t.peer, message_.segments.data() + b, e - b);
+        post(is_send, t.peer, message_.segments.data() + b, e - b, t, false);
+      }
+      if (checksums) {
+        const std::span<BlockCheck> m = round_checks_->message(round_, is_send, k);
+        const Segment s{reinterpret_cast<std::byte*>(m.data()), m.size_bytes()};
+        post(is_send, t.peer, &s, 1, t, true);
       }
     }
+  }
+  if (timeout_ > 0) {
+    open_ = requests_.size();
+    done_indices_.resize(requests_.size());
   }
 }
 
@@ -92,7 +136,8 @@ MessageArgs message_args(const Segment* segments, std::size_t count,
   return {MPI_BOTTOM, 1, types.back()};
 }
 
-void Execution::post(bool is_send, int peer, const Segment* segments, std::size_t count) {
+void Execution::post(bool is_send, int peer, const Segment* segments, std::size_t count,
+                     const Transfer& transfer, bool checksums) {
   MPI_Request request = MPI_REQUEST_NULL;
   const MessageArgs m = message_args(segments, count, types_);
   if (is_send)
@@ -100,11 +145,75 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
   else
     check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
   requests_.push_back(request);
+  if (timeout_ > 0) posted_.push_back({is_send, checksums, &transfer});
+}
+
+namespace {
+
+std::string block_list(const std::vector<BlockSpan>& spans) {
+  std::string s;
+  int count = 0;
+  for (const BlockSpan& b : spans) {
+    if (b.count <= 0) continue;
+    if (!s.empty()) s += ',';
+    s += std::to_string(b.first);
+    if (b.count > 1) {
+      s += '-';
+      s += std::to_string(b.first + b.count - 1);
+    }
+    count += b.count;
+  }
+  return std::string(count == 1 ? "block " : "blocks ") + s;
+}
+
+}  // namespace
+
+std::string Execution::stall_report(MPI_Comm comm, int rank, const Checks& checks,
+                                    std::size_t round, std::size_t rounds, double seconds,
+                                    const MPI_Request* requests, const Posted* posted,
+                                    std::size_t count) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", seconds);
+  std::string line = "agx: AGX_TIMEOUT: " + rank_in(comm, rank) + " made no progress for " +
+                     secs + " s in algorithm " + checks.name() + ", round " +
+                     std::to_string(round) + " of " + std::to_string(rounds) +
+                     " (rounds count from 0):";
+  // One entry per transfer with a request still open (its pieces and checksums together).
+  std::string receives, sends;
+  const Transfer* last = nullptr;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL || posted[i].transfer == last) continue;
+    last = posted[i].transfer;
+    const Transfer& t = *posted[i].transfer;
+    const std::string peer = "rank " + std::to_string(t.peer) + " (world rank " +
+                             std::to_string(world_rank_of(comm, t.peer)) + ")";
+    std::string& list = posted[i].is_send ? sends : receives;
+    list += list.empty() ? " " : "; ";
+    list += block_list(t.blocks);
+    list += posted[i].is_send ? " to " : " from ";
+    list += peer;
+    if (posted[i].checksums) list += " (its checksums)";
+  }
+  line += receives.empty() ? " no receive pending;" : " waiting to receive" + receives + ";";
+  line += sends.empty() ? " no send pending" : " sends not yet complete:" + sends;
+  return line;
+}
+
+void Execution::stalled() {
+  const std::string line =
+      stall_report(comm_, schedule_.rank, checks_, round_, schedule_.rounds.size(),
+                   clock_->seconds(), requests_.data(), posted_.data(), requests_.size());
+  if (!config().timeout_abort) {
+    std::vector<bool> sends(requests_.size());
+    for (std::size_t i = 0; i < requests_.size(); ++i) sends[i] = posted_[i].is_send;
+    abandon(requests_.data(), sends);
+  }
+  report_hang(comm_, line);
 }
 
 void execute(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
-             int tag, std::size_t max_message_bytes) {
-  Execution e(schedule, buffers, layout, comm, tag, max_message_bytes);
+             int tag, std::size_t max_message_bytes, const Checks& checks) {
+  Execution e(schedule, buffers, layout, comm, tag, max_message_bytes, checks);
   e.start();
   e.wait();
 }

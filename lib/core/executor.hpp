@@ -2,14 +2,24 @@
 // The MPI point-to-point executor: runs one rank's schedule on host memory.
 // It is a resumable state machine: start() posts round 0, test() advances without
 // blocking, wait() blocks until done. Blocking calls use start() + wait().
+//
+// Two checks ride on it (docs/reliability.md). AGX_TIMEOUT (timeout.hpp): test() and
+// wait() poll with MPI_Testsome, so that every completed message counts as progress and
+// the pending receives of the round are known when a hang is reported; wait() spins,
+// then yields between polls. Unset, wait() is MPI_Waitall as before. AGX_INTEGRITY and
+// its test seam (integrity.hpp): a checksum message follows every transfer's data, and
+// the blocks of a round are checked when the round ends.
 
 #include <mpi.h>
 
 #include <agx/bytes.hpp>
 
+#include "core/integrity.hpp"
 #include "core/message.hpp"
 #include "core/schedule.hpp"
+#include "core/timeout.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace agx {
@@ -28,7 +38,7 @@ MessageArgs message_args(const Segment* segments, std::size_t count,
 class Execution {
  public:
   Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
-            int tag, std::size_t max_message_bytes);
+            int tag, std::size_t max_message_bytes, const Checks& checks = {});
   ~Execution();
   Execution(const Execution&) = delete;
   Execution& operator=(const Execution&) = delete;
@@ -40,10 +50,25 @@ class Execution {
   /// Blocks until every round is done.
   void wait();
 
+  /// What one posted request is (for AGX_TIMEOUT's report).
+  struct Posted {
+    bool is_send;
+    bool checksums;  ///< the transfer's checksum message, not its data
+    const Transfer* transfer;
+  };
+  /// The AGX_TIMEOUT line for a round whose `pending` requests did not complete.
+  static std::string stall_report(MPI_Comm comm, int rank, const Checks& checks,
+                                  std::size_t round, std::size_t rounds, double seconds,
+                                  const MPI_Request* requests, const Posted* posted,
+                                  std::size_t count);
+
  private:
   void post_round();
   void end_round();
-  void post(bool is_send, int peer, const Segment* segments, std::size_t count);
+  bool poll();  // AGX_TIMEOUT: one MPI_Testsome; true when every round is done
+  [[noreturn]] void stalled();
+  void post(bool is_send, int peer, const Segment* segments, std::size_t count,
+            const Transfer& transfer, bool checksums);
 
   const Schedule& schedule_;
   Buffers buffers_;
@@ -55,10 +80,18 @@ class Execution {
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Datatype> types_;
   MessagePlan message_;
+  Checks checks_;
+  std::optional<RoundChecks> round_checks_;  // AGX_INTEGRITY or AGX_TEST_FLIP on this rank
+  // AGX_TIMEOUT only:
+  double timeout_ = 0;
+  std::optional<StallClock> clock_;
+  std::vector<Posted> posted_;
+  std::vector<int> done_indices_;
+  std::size_t open_ = 0;  // requests of the round not yet complete
 };
 
 /// Runs `schedule` to completion (blocking).
 void execute(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
-             int tag, std::size_t max_message_bytes);
+             int tag, std::size_t max_message_bytes, const Checks& checks = {});
 
 }  // namespace agx

@@ -154,7 +154,7 @@ class Single final : public Operation {
       return;
     }
     execution_.emplace(ctx_.schedule(algorithm()), buffers_, this->layout(), ctx_.comm(),
-                       ctx_.next_tag(), config().max_message_bytes);
+                       ctx_.next_tag(), config().max_message_bytes, Checks::of(algorithm()));
     execution_->start();
   }
   bool do_test() override { return !execution_ || execution_->test(); }
@@ -182,6 +182,7 @@ void OperationDeleter::operator()(Operation* op) const noexcept {
 
 Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                               const Options& options) {
+  check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
   const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
@@ -193,6 +194,7 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
 
 Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                           const Options& options) {
+  check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
   const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);

@@ -9,6 +9,8 @@
 // One tag (0) serves every round and start: MPI's non-overtaking order between a
 // pair of ranks matches the pieces in schedule order, as in the blocking executor.
 // A forced shared_memory/hierarchical plan runs lib/hier to completion per start.
+// AGX_INTEGRITY adds one persistent checksum message after each transfer's data pieces,
+// AGX_TIMEOUT polls a round with MPI_Testsome, as in the executor (docs/reliability.md).
 
 #include "core/nonblocking.hpp"
 
@@ -17,12 +19,15 @@
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
+#include "core/integrity.hpp"
 #include "core/message.hpp"
 #include "core/mpi_check.hpp"
+#include "core/timeout.hpp"
 #include "cuda/device_path.hpp"
 #include "hier/hier.hpp"
 
 #include <cstring>
+#include <optional>
 
 namespace agx::detail {
 namespace {
@@ -30,7 +35,12 @@ namespace {
 class Persistent final : public Operation {
  public:
   Persistent(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
-      : Operation(a, layout), ctx_(ctx), buffers_(buffers), rank_(ctx.rank()) {
+      : Operation(a, layout),
+        ctx_(ctx),
+        buffers_(buffers),
+        rank_(ctx.rank()),
+        checks_(Checks::of(a)),
+        timeout_(timeout_seconds()) {
     if (is_blocking_path(a)) return;
     try {
       build(ctx.schedule(a));
@@ -44,29 +54,44 @@ class Persistent final : public Operation {
  private:
   void build(const Schedule& schedule) {
     check_mpi(MPI_Comm_dup(ctx_.comm(), &comm_), "MPI_Comm_dup");
+    if (RoundChecks::needed(checks_, rank_))
+      round_checks_.emplace(schedule, buffers_, layout(), checks_);
+    const bool checksums = round_checks_ && round_checks_->carries_checksums();
     MessagePlan message;
     rounds_.resize(schedule.rounds.size());
+    posted_.resize(schedule.rounds.size());
     for (std::size_t r = 0; r < schedule.rounds.size(); ++r) {
       const Round& round = schedule.rounds[r];
       for (int pass = 0; pass < 2; ++pass) {  // receives first, as the executor posts them
         const bool is_send = pass == 1;
-        for (const Transfer& t : is_send ? round.sends : round.recvs) {
+        const auto& transfers = is_send ? round.sends : round.recvs;
+        for (std::size_t k = 0; k < transfers.size(); ++k) {
+          const Transfer& t = transfers[k];
           plan_message(t, rank_, buffers_, layout(), config().max_message_bytes, message);
           for (std::size_t i = 0; i < message.pieces(); ++i) {
             const std::size_t b = message.piece_begin[i], e = message.piece_begin[i + 1];
-            const MessageArgs m = message_args(message.segments.data() + b, e - b, types_);
-            MPI_Request request = MPI_REQUEST_NULL;
-            if (is_send)
-              check_mpi(MPI_Send_init(m.base, m.count, m.type, t.peer, 0, comm_, &request),
-                        "MPI_Send_init");
-            else
-              check_mpi(MPI_Recv_init(m.base, m.count, m.type, t.peer, 0, comm_, &request),
-                        "MPI_Recv_init");
-            rounds_[r].push_back(request);
+            init(r, is_send, t, false, message_args(message.segments.data() + b, e - b, types_));
+          }
+          if (checksums) {  // after the data pieces, as in the executor (integrity.hpp)
+            const std::span<BlockCheck> m = round_checks_->message(r, is_send, k);
+            init(r, is_send, t, true,
+                 MessageArgs{m.data(), static_cast<int>(m.size_bytes()), MPI_BYTE});
           }
         }
       }
     }
+  }
+
+  void init(std::size_t r, bool is_send, const Transfer& t, bool checksums, const MessageArgs& m) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (is_send)
+      check_mpi(MPI_Send_init(m.base, m.count, m.type, t.peer, 0, comm_, &request),
+                "MPI_Send_init");
+    else
+      check_mpi(MPI_Recv_init(m.base, m.count, m.type, t.peer, 0, comm_, &request),
+                "MPI_Recv_init");
+    rounds_[r].push_back(request);
+    posted_[r].push_back({is_send, checksums, &t});
   }
 
   void release() noexcept {
@@ -84,8 +109,49 @@ class Persistent final : public Operation {
 
   void start_round() {
     auto& round = rounds_[round_];
+    if (round_checks_) round_checks_->pack(round_);
+    open_ = round.size();
+    if (clock_) clock_->restart();
     if (round.empty()) return;
     check_mpi(MPI_Startall(static_cast<int>(round.size()), round.data()), "MPI_Startall");
+  }
+
+  // A round's requests completed: check it, then start the next one.
+  void end_round() {
+    if (round_checks_) round_checks_->end_round(round_);
+    if (++round_ < rounds_.size()) start_round();
+    else if (round_checks_) round_checks_->finish();
+  }
+
+  // AGX_TIMEOUT: one MPI_Testsome; false while the round is open.
+  bool poll_round() {
+    auto& round = rounds_[round_];
+    open_ = test_some(round, done_indices_, open_, *clock_);
+    if (open_ == 0) return true;
+    if (clock_->stalled()) stalled();
+    return false;
+  }
+
+  [[noreturn]] void stalled() {
+    auto& round = rounds_[round_];
+    const auto& posted = posted_[round_];
+    // Persistent requests stay allocated when complete: pass only the open ones.
+    std::vector<MPI_Request> open;
+    std::vector<Execution::Posted> what;
+    for (std::size_t i = 0; i < round.size(); ++i) {
+      int flag = 0;
+      MPI_Request_get_status(round[i], &flag, MPI_STATUS_IGNORE);
+      if (!flag) open.push_back(round[i]), what.push_back(posted[i]);
+    }
+    const std::string line =
+        Execution::stall_report(comm_, rank_, checks_, round_, rounds_.size(), clock_->seconds(),
+                                open.data(), what.data(), open.size());
+    if (!config().timeout_abort) {
+      std::vector<bool> sends(round.size());
+      for (std::size_t i = 0; i < round.size(); ++i) sends[i] = posted[i].is_send;
+      abandon(round.data(), sends);
+    }
+    report_hang(comm_, line);
   }
 
   void do_start() override {
@@ -97,6 +163,8 @@ class Persistent final : public Operation {
       return;
     }
     round_ = 0;
+    if (round_checks_) round_checks_->start();
+    if (timeout_ > 0) clock_.emplace(timeout_);
     if (!rounds_.empty()) start_round();
     const std::size_t own = layout().bytes(rank_);
     if (!buffers_.in_place && own > 0)  // overlaps round 0, as in the executor
@@ -107,13 +175,17 @@ class Persistent final : public Operation {
   bool do_test() override {
     if (on_device_ || is_blocking_path(algorithm())) return true;
     while (round_ < rounds_.size()) {
-      auto& round = rounds_[round_];
-      int done = 0;
-      check_mpi(MPI_Testall(static_cast<int>(round.size()), round.data(), &done,
-                            MPI_STATUSES_IGNORE),
-                "MPI_Testall");
-      if (!done) return false;
-      if (++round_ < rounds_.size()) start_round();
+      if (timeout_ > 0) {
+        if (!poll_round()) return false;
+      } else {
+        auto& round = rounds_[round_];
+        int done = 0;
+        check_mpi(MPI_Testall(static_cast<int>(round.size()), round.data(), &done,
+                              MPI_STATUSES_IGNORE),
+                  "MPI_Testall");
+        if (!done) return false;
+      }
+      end_round();
     }
     return true;
   }
@@ -121,11 +193,18 @@ class Persistent final : public Operation {
   CommContext& ctx_;
   Buffers buffers_;
   int rank_;
+  Checks checks_;
+  double timeout_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::vector<std::vector<MPI_Request>> rounds_;
+  std::vector<std::vector<Execution::Posted>> posted_;  // per request of rounds_
   std::vector<MPI_Datatype> types_;
   std::size_t round_ = 0;
   bool on_device_ = false;  ///< the last start ran the device path (complete)
+  std::optional<RoundChecks> round_checks_;
+  std::optional<StallClock> clock_;
+  std::size_t open_ = 0;
+  std::vector<int> done_indices_;
 };
 
 }  // namespace

@@ -90,7 +90,7 @@ void announce(const CommContext& ctx, Path p, Algorithm a, const char* note) {
 void run_local(CommContext& ctx, Path p, Algorithm a, const Buffers& b, const Layout& layout,
                bool local_device, const StagingSettings& st) {
   if (!local_device) {  // host buffers in a device call: the host path, same message size
-    if (is_node_algorithm(a)) hier::run(ctx, a, b, layout);
+    if (is_node_algorithm(a)) hier::run(ctx, a, b, layout, false);
     else execute(ctx.schedule(a), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
     return;
   }
@@ -107,7 +107,7 @@ void run_local(CommContext& ctx, Path p, Algorithm a, const Buffers& b, const La
   DeviceOps& ops = backend::device_ops();
   if (is_node_algorithm(a))
     run_staged(ops, backend::pinned_pool(), ctx.rank(), b, layout, st,
-               [&](const Buffers& mirror) { hier::run(ctx, a, mirror, layout); });
+               [&](const Buffers& mirror) { hier::run(ctx, a, mirror, layout, false); });
   else
     run_staging(ops, backend::pinned_pool(), ctx.schedule(a), b, layout, ctx.comm(),
                 ctx.next_tag(), st);

@@ -20,7 +20,10 @@ HierContext& hier_context(CommContext& ctx);
 
 /// Runs `a` (Algorithm::hierarchical or Algorithm::shared_memory) on `ctx`.
 /// Throws agx::Error when shared_memory is forced on ranks of several nodes.
-void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout);
+/// `checked`: AGX_INTEGRITY's end-to-end check and its test seam apply (core/integrity.hpp);
+/// lib/cuda passes false (its calls may differ between ranks in how often they come here).
+void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
+         bool checked = true);
 
 /// A readable report of what agx sees for `comm` (collective: creates the state).
 std::string describe(MPI_Comm comm);

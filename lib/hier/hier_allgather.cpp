@@ -32,6 +32,7 @@
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
+#include "core/integrity.hpp"
 #include "core/planner.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/node_stage.hpp"
@@ -96,15 +97,18 @@ void plan_slices(HierContext& h, int l) {
   }
 }
 
-}  // namespace
-
-HierContext& hier_context(CommContext& ctx) {
-  if (ctx.hier() == nullptr) ctx.set_hier(new HierContext(ctx.comm()));
-  return *ctx.hier();
+// How the point-to-point stages of these paths name themselves in AGX_TIMEOUT reports
+// (integrity is checked end to end around the whole call instead, see run()).
+Checks inter_checks(Algorithm inter, const char* stage) {
+  Checks c;
+  c.algorithm = to_string(inter);
+  c.stage = stage;
+  return c;
 }
 
-void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout) {
+void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout) {
   HierContext& h = hier_context(ctx);
+  h.running = a;
   const Topology& t = h.topo;
   if (a == Algorithm::shared_memory && t.nnodes > 1)
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
@@ -123,7 +127,8 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
       return;
     }
     execute(h.inter_schedule(inter), buffers, layout, h.leader_comm, h.next_leader_tag(),
-            config().max_message_bytes);
+            config().max_message_bytes,
+            inter_checks(inter, "hierarchical with one rank per node"));
     return;
   }
   const std::uint64_t gen = h.next_gen();
@@ -153,11 +158,13 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
   c.chunk_bytes = s.chunk_bytes;
   copy_in(h, c);
   if (t.nnodes > 1 && t.local < h.leaders) {
-    wait_node_complete(h, c);
+    wait_node_complete(h, c, "leader: the node's copy-in before the inter-node stage");
     plan_slices(h, t.local);
     Execution e(h.inter_schedule(inter), Buffers{nullptr, c.base, true},
                 Layout::varying(h.slice_bytes, h.slice_offset), h.leader_comm,
-                h.next_leader_tag(), config().max_message_bytes);
+                h.next_leader_tag(), config().max_message_bytes,
+                inter_checks(inter, "inter-node stage of hierarchical among node leaders; "
+                                    "its ranks and blocks count nodes"));
     e.start();
     copy_out_local(h, c);  // overlaps the first round on the wire
     e.wait();
@@ -167,6 +174,25 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
   }
   if (t.nnodes > 1) copy_out_remote(h, c);
   h.own_slot().done.store(gen, std::memory_order_release);
+}
+
+}  // namespace
+
+HierContext& hier_context(CommContext& ctx) {
+  if (ctx.hier() == nullptr) ctx.set_hier(new HierContext(ctx.comm()));
+  return *ctx.hier();
+}
+
+void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
+         bool checked) {
+  const Checks checks = Checks::of(a);
+  if (!checked || !EndToEnd::needed(checks, ctx.rank())) {
+    run_path(ctx, a, buffers, layout);
+    return;
+  }
+  EndToEnd check(ctx.comm(), ctx.rank(), buffers, layout, checks);  // the owner's CRC
+  run_path(ctx, a, buffers, layout);
+  check.after();
 }
 
 std::string describe(MPI_Comm comm) {

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 #include <vector>
 
 namespace agx::hier {
@@ -66,7 +68,7 @@ double probe_single_copy(const Slot& peer, std::byte* dst, const std::byte* loca
 
 }  // namespace
 
-HierContext::HierContext(MPI_Comm comm) : topo(discover_topology(comm)) {
+HierContext::HierContext(MPI_Comm c) : topo(discover_topology(c)), comm(c) {
   int smallest = topo.local_size();
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   leaders = std::max(1, std::min(settings().leaders, smallest));
@@ -116,9 +118,29 @@ void HierContext::wait_done(std::uint64_t gen) {
   const int n = topo.local_size();
   for (int i = 0; i < n; ++i) {
     const Slot& s = slots_[i];
-    wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; });
+    wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; },
+               [&](double seconds) {
+                 stalled("reuse of the segment", "the done flag of " + local_name(i) +
+                         " to reach call " + std::to_string(gen) + " (it reads call " +
+                         std::to_string(s.done.load()) + "; call " + std::to_string(gen) +
+                         " used this region before)", seconds);
+               });
   }
   mark_synced(gen);
+}
+
+std::string HierContext::local_name(int local) const {
+  const int r = topo.members[static_cast<std::size_t>(topo.node)][static_cast<std::size_t>(local)];
+  return "local rank " + std::to_string(local) + " (rank " + std::to_string(r) + ", world rank " +
+         std::to_string(world_rank_of(comm, r)) + ")";
+}
+
+void HierContext::stalled(const char* stage, const std::string& what, double seconds) const {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", seconds);
+  report_hang(comm, "agx: AGX_TIMEOUT: " + rank_in(comm, topo.rank) + " made no progress for " +
+                        secs + " s in algorithm " + std::string(to_string(running)) +
+                        ", stage '" + stage + "': waiting for " + what);
 }
 
 std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace agx::hier {
@@ -73,7 +74,17 @@ class HierContext {
   /// the probe found it faster than staging, else never.
   std::size_t cma_min_bytes = never;
 
+  MPI_Comm comm = MPI_COMM_NULL;         ///< the communicator's private duplicate
+  Algorithm running = Algorithm::shared_memory;  ///< the call in progress (for reports)
+
+  /// AGX_TIMEOUT: reports that this rank waited `seconds` in `stage` for `what` (a flag of
+  /// a local rank, see local_name) and fails as AGX_TIMEOUT_ACTION says; never returns.
+  [[noreturn]] void stalled(const char* stage, const std::string& what, double seconds) const;
+  /// "local rank 2 (rank 5, world rank 5)".
+  std::string local_name(int local) const;
+
   Slot& slot(int local) { return slots_[local]; }
+  const Slot& slot(int local) const { return slots_[local]; }
   Slot& own_slot() { return slots_[topo.local]; }
 
   /// Data region for a call of `total` bytes; waits for earlier readers, grows when needed.

@@ -50,8 +50,21 @@ void copy_runs(const StagedCall& c, const Ranks& ranks) {
   if (run > 0) std::memcpy(dst, src, run);
 }
 
-void wait_progress(const Slot& s, std::uint64_t mark) {
-  wait_until([&] { return s.progress.load(std::memory_order_acquire) >= mark; });
+std::string progress_text(std::uint64_t v) {
+  return "call " + std::to_string(v >> 32) + ", chunk " + std::to_string(v & 0xffffffffu);
+}
+
+// Waits until local rank j's progress flag reaches `mark` (its copy-in of block `block`).
+void wait_progress(const HierContext& h, int j, std::uint64_t mark, const char* stage, int block) {
+  const Slot& s = h.slot(j);
+  wait_until([&] { return s.progress.load(std::memory_order_acquire) >= mark; },
+             [&](double seconds) {
+               h.stalled(stage, "the progress flag of " + h.local_name(j) + " to reach " +
+                                    progress_text(mark) + " of its copy of block " +
+                                    std::to_string(block) + " (it reads " +
+                                    progress_text(s.progress.load()) + ")",
+                         seconds);
+             });
 }
 
 }  // namespace
@@ -71,11 +84,12 @@ void copy_in(HierContext& h, const StagedCall& c) {
   }
 }
 
-void wait_node_complete(HierContext& h, const StagedCall& c) {
+void wait_node_complete(HierContext& h, const StagedCall& c, const char* stage) {
   const auto& members = h.topo.members[static_cast<std::size_t>(h.topo.node)];
   for (std::size_t i = 0; i < members.size(); ++i)
-    wait_progress(h.slot(static_cast<int>(i)),
-                  progress_mark(c.gen, chunk_count(c.layout->bytes(members[i]), c.chunk_bytes)));
+    wait_progress(h, static_cast<int>(i),
+                  progress_mark(c.gen, chunk_count(c.layout->bytes(members[i]), c.chunk_bytes)),
+                  stage, members[i]);
 }
 
 void copy_out_local(HierContext& h, const StagedCall& c) {
@@ -88,7 +102,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
   bool small = true;
   for (int r : members) small = small && c.layout->bytes(r) <= std::min(merge_limit, c.chunk_bytes);
   if (small) {
-    wait_node_complete(h, c);
+    wait_node_complete(h, c, "copy-out inside the node");
     copy_runs(c, members);
     h.mark_synced(c.gen - 1);  // every local rank has started this call
     return;
@@ -104,13 +118,12 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
       continue;
     }
     const std::byte* src = c.base + (*c.seg_offset)[static_cast<std::size_t>(r)];
-    const Slot& s = h.slot(j);
     for (std::size_t k2 = 0, chunks = chunk_count(bytes, c.chunk_bytes); k2 < chunks; ++k2) {
       const std::size_t at = k2 * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
-      wait_progress(s, progress_mark(c.gen, k2 + 1));
+      wait_progress(h, j, progress_mark(c.gen, k2 + 1), "copy-out inside the node", r);
       std::memcpy(dst + at, src + at, len);
     }
-    if (bytes == 0) wait_progress(s, progress_mark(c.gen, 0));
+    if (bytes == 0) wait_progress(h, j, progress_mark(c.gen, 0), "copy-out inside the node", r);
   }
   h.mark_synced(c.gen - 1);  // every local rank has started this call
 }
@@ -118,7 +131,15 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
 void copy_out_remote(HierContext& h, const StagedCall& c) {
   for (int l = 0; l < h.leaders; ++l) {
     const Slot& s = h.slot(l);
-    wait_until([&] { return s.ready.load(std::memory_order_acquire) >= c.gen; });
+    wait_until([&] { return s.ready.load(std::memory_order_acquire) >= c.gen; },
+               [&](double seconds) {
+                 h.stalled("copy-out of the other nodes' blocks",
+                           "the ready flag of leader " + h.local_name(l) + " to reach call " +
+                               std::to_string(c.gen) + " (it reads call " +
+                               std::to_string(s.ready.load()) +
+                               "; the leaders' inter-node stage has not finished)",
+                           seconds);
+               });
   }
   struct Remote {  // communicator ranks outside my node, increasing
     const Topology& t;
@@ -152,7 +173,14 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
     const int j = (t.local + k) % n;
     const int r = members[static_cast<std::size_t>(j)];
     const InlineBlock& b = h.slot(j).inline_data[parity];
-    wait_until([&] { return b.seq.load(std::memory_order_acquire) >= gen; });
+    wait_until([&] { return b.seq.load(std::memory_order_acquire) >= gen; },
+               [&](double seconds) {
+                 h.stalled("inline exchange (blocks in the flag lines)",
+                           "the inline block flag of " + h.local_name(j) + " to reach call " +
+                               std::to_string(gen) + " (it reads call " +
+                               std::to_string(b.seq.load()) + "), block " + std::to_string(r),
+                           seconds);
+               });
     if (const std::size_t bytes = layout.bytes(r); bytes > 0)
       std::memcpy(recv_at(buffers, layout, r), b.bytes, bytes);
   }
@@ -176,7 +204,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
     std::size_t left = layout.bytes(r);
     if (left == 0) continue;
     const Slot& s = h.slot(j);
-    wait_progress(s, progress_mark(gen, 1));
+    wait_progress(h, j, progress_mark(gen, 1), "single copy: block address", r);
     auto* src = reinterpret_cast<std::byte*>(s.address.load(std::memory_order_relaxed));
     std::byte* dst = recv_at(buffers, layout, r);
     while (left > 0) {
@@ -193,7 +221,14 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
   own.done.store(gen, std::memory_order_release);
   for (int j = 0; j < n; ++j) {
     const Slot& s = h.slot(j);
-    wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; });
+    wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; },
+               [&](double seconds) {
+                 h.stalled("single copy: end of reading",
+                           "the done flag of " + h.local_name(j) + " to reach call " +
+                               std::to_string(gen) + " (it reads call " +
+                               std::to_string(s.done.load()) + ")",
+                           seconds);
+               });
   }
   h.mark_synced(gen);
 }

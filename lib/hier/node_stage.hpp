@@ -50,8 +50,9 @@ inline std::size_t chunk_count(std::size_t bytes, std::size_t chunk) {
 
 /// Copies the own block into the segment, publishing progress per chunk.
 void copy_in(HierContext& h, const StagedCall& c);
-/// Waits until every rank of the node has copied its whole block in.
-void wait_node_complete(HierContext& h, const StagedCall& c);
+/// Waits until every rank of the node has copied its whole block in (`stage` names the
+/// wait in an AGX_TIMEOUT report).
+void wait_node_complete(HierContext& h, const StagedCall& c, const char* stage);
 /// Copies the blocks of the own node out of the segment into the receive buffer.
 void copy_out_local(HierContext& h, const StagedCall& c);
 /// Copies the blocks of all other nodes out of the segment, once every leader is ready.

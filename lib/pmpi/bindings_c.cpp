@@ -15,30 +15,6 @@
 namespace agx::pmpi {
 namespace {
 
-GatherCall plain(const char* function, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                 void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  GatherCall c;
-  c.function = function;
-  c.sendbuf = sendbuf;
-  c.sendcount = sendcount;
-  c.sendtype = sendtype;
-  c.recvbuf = recvbuf;
-  c.recvcount = recvcount;
-  c.recvtype = recvtype;
-  c.comm = comm;
-  return c;
-}
-
-GatherCall varying(const char* function, const void* sendbuf, int sendcount,
-                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  GatherCall c = plain(function, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, comm);
-  c.is_v = true;
-  c.recvcounts = recvcounts;
-  c.displs = displs;
-  return c;
-}
-
 /// Starts the call (C) or runs it to completion and hands out a complete request
 /// (Fortran).
 int run_nonblocking(const GatherCall& c, MPI_Request* request, bool completed) noexcept {
@@ -62,7 +38,7 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm) noexcept {
   if (!agx_serves(comm, "MPI_Allgather"))
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return run_gather(plain("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+  return run_gather(plain_call("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                           recvtype, comm));
 }
 
@@ -72,7 +48,7 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
   if (!agx_serves(comm, "MPI_Allgatherv"))
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            comm);
-  return run_gather(varying("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+  return run_gather(varying_call("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                             displs, recvtype, comm));
 }
 
@@ -82,7 +58,7 @@ int iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
   if (!agx_serves(comm, "MPI_Iallgather"))
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            request);
-  return run_nonblocking(plain("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf,
+  return run_nonblocking(plain_call("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf,
                                recvcount, recvtype, comm),
                          request, completed);
 }
@@ -93,7 +69,7 @@ int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
   if (!agx_serves(comm, "MPI_Iallgatherv"))
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                             comm, request);
-  return run_nonblocking(varying("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf,
+  return run_nonblocking(varying_call("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf,
                                  recvcounts, displs, recvtype, comm),
                          request, completed);
 }

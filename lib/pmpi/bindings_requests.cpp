@@ -43,39 +43,21 @@ int with_persistent_error(int rc, MPI_Request request) {
   return rc == MPI_SUCCESS ? error : rc;
 }
 
-int init(const GatherCall& c, MPI_Request* request) noexcept { return init_persistent(c, request); }
-
-GatherCall persistent_call(const char* function, const void* sendbuf, int sendcount,
-                           MPI_Datatype sendtype, void* recvbuf, MPI_Datatype recvtype,
-                           MPI_Comm comm) {
-  GatherCall c;
-  c.function = function;
-  c.sendbuf = sendbuf;
-  c.sendcount = sendcount;
-  c.sendtype = sendtype;
-  c.recvbuf = recvbuf;
-  c.recvtype = recvtype;
-  c.comm = comm;
-  return c;
-}
-
 int allgather_init(const char* function, const void* sendbuf, int sendcount,
                    MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                    MPI_Comm comm, MPI_Request* request) noexcept {
-  GatherCall c = persistent_call(function, sendbuf, sendcount, sendtype, recvbuf, recvtype, comm);
-  c.recvcount = recvcount;
-  return init(c, request);
+  return init_persistent(plain_call(function, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                    recvtype, comm),
+                         request);
 }
 
 int allgatherv_init(const char* function, const void* sendbuf, int sendcount,
                     MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                     const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                     MPI_Request* request) noexcept {
-  GatherCall c = persistent_call(function, sendbuf, sendcount, sendtype, recvbuf, recvtype, comm);
-  c.is_v = true;
-  c.recvcounts = recvcounts;
-  c.displs = displs;
-  return init(c, request);
+  return init_persistent(varying_call(function, sendbuf, sendcount, sendtype, recvbuf,
+                                      recvcounts, displs, recvtype, comm),
+                         request);
 }
 
 }  // namespace

@@ -32,6 +32,33 @@ struct GatherCall {
   MPI_Comm comm = MPI_COMM_NULL;
 };
 
+/// The arguments of an MPI_Allgather-like call.
+inline GatherCall plain_call(const char* function, const void* sendbuf, int sendcount,
+                             MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                             MPI_Datatype recvtype, MPI_Comm comm) {
+  GatherCall c;
+  c.function = function;
+  c.sendbuf = sendbuf;
+  c.sendcount = sendcount;
+  c.sendtype = sendtype;
+  c.recvbuf = recvbuf;
+  c.recvcount = recvcount;
+  c.recvtype = recvtype;
+  c.comm = comm;
+  return c;
+}
+
+/// The arguments of an MPI_Allgatherv-like call.
+inline GatherCall varying_call(const char* function, const void* sendbuf, int sendcount,
+                               MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                               const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  GatherCall c = plain_call(function, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, comm);
+  c.is_v = true;
+  c.recvcounts = recvcounts;
+  c.displs = displs;
+  return c;
+}
+
 /// Element counts, displacements and byte sizes of every block, checked.
 struct Blocks {
   std::vector<std::int64_t> counts, displs;

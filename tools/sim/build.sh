@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds agx-sim, agx's executor and planners against SimGrid SMPI (smpicxx), from the
-# same sources as libagx: lib/core's schedule, planner, message, executor, validator,
-# cost model and config, lib/ring, lib/rd, lib/direct, plus tools/sim (driver and the
+# same sources as libagx: lib/core's schedule, planner, message, executor (with its
+# timeout and integrity checks and CRC32C), validator, cost model and config, lib/ring,
+# lib/rd, lib/direct, plus tools/sim (driver and the
 # point-to-point form of the hierarchical algorithm). lib/hier (shared memory, hwloc),
 # lib/pmpi and lib/core's selection/communicator files are not compiled here.
 #
@@ -16,6 +17,7 @@ if ! command -v smpicxx >/dev/null 2>&1; then
 fi
 mkdir -p "$out/obj"
 sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/message.cpp lib/core/executor.cpp
+         lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
          lib/direct/*.cpp lib/ring/*.cpp lib/rd/*.cpp tools/sim/hier_p2p.cpp tools/sim/driver.cpp)
 flags=(-std=c++20 -O2 -Wall -Wextra -I"$root/include" -I"$root/lib" -I"$root/tools/sim")
@@ -26,7 +28,7 @@ for s in "${sources[@]}"; do
     o="$out/obj/$(echo "${f#"$root"/}" | tr / _).o"
     objs+=("$o")
     # Rebuild only what changed (sources or the headers they may include).
-    if [ ! -f "$o" ] || [ -n "$(find "$f" "$root/lib/core" "$root/include/agx" "$root/tools/sim" \
+    if [ ! -f "$o" ] || [ -n "$(find "$f" "$root/lib/core" "$root/lib/hier/wait.hpp" "$root/include/agx" "$root/tools/sim" \
                                    -newer "$o" -name '*.[hc]pp' -print -quit)" ]; then
       smpicxx "${flags[@]}" -c "$f" -o "$o" &
       pids+=($!)
