@@ -15,13 +15,44 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
       tag_(tag),
       max_message_bytes_(max_message_bytes) {}
 
-Execution::~Execution() {
+Execution::~Execution() { abandon(); }
+
+// After a failed MPI call the round's other requests may still be in flight, pointing
+// into the caller's buffers. Receives are cancelled and completed (one already matched
+// completes with its data, which its sender has posted); sends are freed, so that MPI
+// completes them in the background (MPI libraries need not cancel sends, and Open MPI
+// does not). The datatypes of the round are freed. Nothing is left that could write
+// into the caller's memory once the exception reaches them. Never throws.
+void Execution::abandon() noexcept {
+  round_ = schedule_.rounds.size();  // nothing more is posted
+  if (requests_.empty() && types_.empty()) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // MPI has released everything already
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    MPI_Request& r = requests_[i];
+    if (r == MPI_REQUEST_NULL) continue;
+    if (i < receives_) {
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Request_free(&r);
+    }
+  }
+  requests_.clear();
+  receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
+  types_.clear();
 }
 
 void Execution::start() {
   round_ = 0;
-  if (!schedule_.rounds.empty()) post_round();
+  try {
+    if (!schedule_.rounds.empty()) post_round();
+  } catch (...) {
+    abandon();
+    throw;
+  }
   // The own block travels from the send buffer, so this copy overlaps round 0.
   const std::size_t own = layout_.bytes(schedule_.rank);
   if (!buffers_.in_place && own > 0)
@@ -30,28 +61,39 @@ void Execution::start() {
 }
 
 bool Execution::test() {
-  while (round_ < schedule_.rounds.size()) {
-    int done = 0;
-    check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
-    if (!done) return false;
-    end_round();
+  try {
+    while (round_ < schedule_.rounds.size()) {
+      int done = 0;
+      check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
+                            MPI_STATUSES_IGNORE),
+                "MPI_Testall");
+      if (!done) return false;
+      end_round();
+    }
+  } catch (...) {
+    abandon();
+    throw;
   }
   return true;
 }
 
 void Execution::wait() {
-  while (round_ < schedule_.rounds.size()) {
-    check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                          MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
-    end_round();
+  try {
+    while (round_ < schedule_.rounds.size()) {
+      check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
+                            MPI_STATUSES_IGNORE),
+                "MPI_Waitall");
+      end_round();
+    }
+  } catch (...) {
+    abandon();
+    throw;
   }
 }
 
 void Execution::end_round() {
   requests_.clear();
+  receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
   types_.clear();
   if (++round_ < schedule_.rounds.size()) post_round();
@@ -100,6 +142,7 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
   else
     check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
   requests_.push_back(request);
+  if (!is_send) ++receives_;
 }
 
 void execute(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,

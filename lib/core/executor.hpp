@@ -39,11 +39,13 @@ class Execution {
   bool test();
   /// Blocks until every round is done.
   void wait();
+  // A failing MPI call makes start/test/wait throw agx::Error after abandon().
 
  private:
   void post_round();
   void end_round();
   void post(bool is_send, int peer, const Segment* segments, std::size_t count);
+  void abandon() noexcept;
 
   const Schedule& schedule_;
   Buffers buffers_;
@@ -52,7 +54,8 @@ class Execution {
   int tag_;
   std::size_t max_message_bytes_;
   std::size_t round_ = 0;
-  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Request> requests_;  // the round's receives first, then its sends
+  std::size_t receives_ = 0;           // how many of requests_ are receives
   std::vector<MPI_Datatype> types_;
   MessagePlan message_;
 };

@@ -9,6 +9,8 @@
 // One tag (0) serves every round and start: MPI's non-overtaking order between a
 // pair of ranks matches the pieces in schedule order, as in the blocking executor.
 // A forced shared_memory/hierarchical plan runs lib/hier to completion per start.
+// A failed start or test releases the running round (abandon_round) and leaves the
+// plan failed: later starts throw MPI_ERR_REQUEST, the destructor frees the rest.
 
 #include "core/nonblocking.hpp"
 
@@ -45,6 +47,7 @@ class Persistent final : public Operation {
     check_mpi(MPI_Comm_dup(ctx_.comm(), &comm_), "MPI_Comm_dup");
     MessagePlan message;
     rounds_.resize(schedule.rounds.size());
+    receives_.assign(schedule.rounds.size(), 0);
     for (std::size_t r = 0; r < schedule.rounds.size(); ++r) {
       const Round& round = schedule.rounds[r];
       for (int pass = 0; pass < 2; ++pass) {  // receives first, as the executor posts them
@@ -62,6 +65,7 @@ class Persistent final : public Operation {
               check_mpi(MPI_Recv_init(m.base, m.count, m.type, t.peer, 0, comm_, &request),
                         "MPI_Recv_init");
             rounds_[r].push_back(request);
+            if (!is_send) ++receives_[r];
           }
         }
       }
@@ -83,17 +87,48 @@ class Persistent final : public Operation {
 
   void start_round() {
     auto& round = rounds_[round_];
+    round_started_ = false;
     if (round.empty()) return;
     check_mpi(MPI_Startall(static_cast<int>(round.size()), round.data()), "MPI_Startall");
+    round_started_ = true;
+  }
+
+  // After a failed MPI call the running round's requests may still be active, pointing
+  // into the caller's buffers: receives are cancelled and completed, sends freed (MPI
+  // completes them in the background; Open MPI cannot cancel sends), as the executor
+  // does. A freed send cannot be started again, so the plan is failed from now on.
+  void abandon_round() noexcept {
+    failed_ = true;
+    if (round_ >= rounds_.size() || !round_started_) return;
+    auto& round = rounds_[round_];
+    for (std::size_t i = 0; i < round.size(); ++i) {
+      MPI_Request& r = round[i];
+      if (r == MPI_REQUEST_NULL) continue;
+      if (i < receives_[round_]) {
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);  // inactive again; freed with the plan
+      } else {
+        MPI_Request_free(&r);
+      }
+    }
+    round_started_ = false;
   }
 
   void do_start() override {
+    if (failed_)
+      throw Error(MPI_ERR_REQUEST,
+                  "agx: start() on a plan whose earlier start failed; make a new plan");
     if (is_blocking_path(algorithm())) {
       hier::run(ctx_, algorithm(), buffers_, layout());
       return;
     }
     round_ = 0;
-    if (!rounds_.empty()) start_round();
+    try {
+      if (!rounds_.empty()) start_round();
+    } catch (...) {
+      abandon_round();
+      throw;
+    }
     const std::size_t own = layout().bytes(rank_);
     if (!buffers_.in_place && own > 0)  // overlaps round 0, as in the executor
       std::memcpy(static_cast<std::byte*>(buffers_.recv) + layout().offset(rank_), buffers_.send,
@@ -102,14 +137,19 @@ class Persistent final : public Operation {
 
   bool do_test() override {
     if (is_blocking_path(algorithm())) return true;
-    while (round_ < rounds_.size()) {
-      auto& round = rounds_[round_];
-      int done = 0;
-      check_mpi(MPI_Testall(static_cast<int>(round.size()), round.data(), &done,
-                            MPI_STATUSES_IGNORE),
-                "MPI_Testall");
-      if (!done) return false;
-      if (++round_ < rounds_.size()) start_round();
+    try {
+      while (round_ < rounds_.size()) {
+        auto& round = rounds_[round_];
+        int done = 0;
+        check_mpi(MPI_Testall(static_cast<int>(round.size()), round.data(), &done,
+                              MPI_STATUSES_IGNORE),
+                  "MPI_Testall");
+        if (!done) return false;
+        if (++round_ < rounds_.size()) start_round();
+      }
+    } catch (...) {
+      abandon_round();
+      throw;
     }
     return true;
   }
@@ -118,9 +158,12 @@ class Persistent final : public Operation {
   Buffers buffers_;
   int rank_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  std::vector<std::vector<MPI_Request>> rounds_;
+  std::vector<std::vector<MPI_Request>> rounds_;  // per round: receives first, then sends
+  std::vector<std::size_t> receives_;             // per round: how many are receives
   std::vector<MPI_Datatype> types_;
   std::size_t round_ = 0;
+  bool round_started_ = false;  // rounds_[round_] was started and is not yet complete
+  bool failed_ = false;
 };
 
 }  // namespace
