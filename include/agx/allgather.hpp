@@ -52,6 +52,18 @@ std::size_t checked_bytes(I count, std::size_t elem_bytes, const char* what, int
   return bytes;
 }
 
+/// block_bytes * n, the bytes every rank receives, or an MPI_ERR_COUNT error when it
+/// overflows or exceeds what a pointer difference can hold.
+inline std::size_t check_total(std::size_t block_bytes, int n) {
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(block_bytes, static_cast<std::size_t>(n), &total) ||
+      total > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()))
+    throw Error(MPI_ERR_COUNT, "agx: " + std::to_string(n) + " blocks of " +
+                                   std::to_string(block_bytes) +
+                                   " bytes overflow the byte size of the receive buffer");
+  return total;
+}
+
 template <class T>
 void check_not_null(std::span<T> s, const char* what) {
   if (s.data() == nullptr && !s.empty())
@@ -208,6 +220,7 @@ class Allgather {
                                      " is not a multiple of the rank count " + std::to_string(c.n));
     const std::size_t count = recv.size() / static_cast<std::size_t>(c.n);
     c.block = detail::checked_bytes(count, sizeof(T), "count", 0);
+    detail::check_total(c.block, c.n);
     c.buffers = {nullptr, recv.data(), true};
     return c;
   }
@@ -244,6 +257,7 @@ class Allgather {
     std::size_t need = 0;
     if (__builtin_mul_overflow(count, static_cast<std::size_t>(n), &need))
       throw Error(MPI_ERR_COUNT, "agx: count * ranks overflows");
+    detail::check_total(count * sizeof(T), n);
     if (recv.size() < need)
       throw Error(MPI_ERR_COUNT, "agx: receive buffer holds " + std::to_string(recv.size()) +
                                      " elements, needs " + std::to_string(need) + " (" +
@@ -264,6 +278,7 @@ class Allgather {
     vl.offsets.resize(nc);
     const auto* c = std::ranges::data(counts);
     const auto* d = std::ranges::data(displs);
+    std::size_t total = 0;
     for (int i = 0; i < n; ++i) {
       const auto u = static_cast<std::size_t>(i);
       const std::size_t count = detail::checked_bytes(c[u], 1, "count", i);
@@ -274,7 +289,13 @@ class Allgather {
                                      std::to_string(displ) + ", count " + std::to_string(count) +
                                      ") ends past the receive buffer of " +
                                      std::to_string(recv.size()) + " elements");
+      // In bytes the block must end inside the address range a pointer can span.
+      detail::checked_bytes(displ + count, sizeof(T), "block end (displacement + count)", i);
       vl.offsets[u] = displ * sizeof(T);
+      if (__builtin_add_overflow(total, vl.bytes[u], &total) ||
+          total > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()))
+        throw Error(MPI_ERR_COUNT, "agx: the blocks of counts[0.." + std::to_string(i) +
+                                       "] add up to more bytes than a buffer can hold");
     }
     return vl;
   }

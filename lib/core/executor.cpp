@@ -22,15 +22,41 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
     round_checks_.emplace(schedule_, buffers_, layout_, checks_);
 }
 
-Execution::~Execution() {
+Execution::~Execution() { abandon(); }
+
+// After a failed MPI call (or a stall under AGX_TIMEOUT_ACTION=error) the round's other
+// requests may still be in flight, pointing into the caller's buffers. Receives are
+// cancelled and completed (one already matched completes with its data, or is freed
+// after a second); sends are freed, so that MPI completes them in the background (MPI
+// libraries need not cancel sends, and Open MPI does not). The datatypes of the round
+// are freed. Nothing is left that could write into the caller's memory once the
+// exception reaches them. Never throws.
+void Execution::abandon() noexcept {
+  round_ = schedule_.rounds.size();  // nothing more is posted
+  if (requests_.empty() && types_.empty()) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // MPI has released everything already
+  std::vector<bool> sends(requests_.size());
+  for (std::size_t i = 0; i < requests_.size(); ++i) sends[i] = i >= receives_;
+  agx::abandon(requests_.data(), sends);  // core/timeout.hpp
+  requests_.clear();
+  posted_.clear();
+  receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
+  types_.clear();
 }
 
 void Execution::start() {
   round_ = 0;
   if (round_checks_) round_checks_->start();
   if (timeout_ > 0) clock_.emplace(timeout_);
-  if (!schedule_.rounds.empty()) post_round();
+  try {
+    if (!schedule_.rounds.empty()) post_round();
+  } catch (...) {
+    abandon();
+    throw;
+  }
   // The own block travels from the send buffer, so this copy overlaps round 0.
   const std::size_t own = layout_.bytes(schedule_.rank);
   if (!buffers_.in_place && own > 0)
@@ -39,28 +65,38 @@ void Execution::start() {
 }
 
 bool Execution::test() {
-  if (timeout_ > 0) return poll();
-  while (round_ < schedule_.rounds.size()) {
-    int done = 0;
-    check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
-    if (!done) return false;
-    end_round();
+  try {
+    if (timeout_ > 0) return poll();
+    while (round_ < schedule_.rounds.size()) {
+      int done = 0;
+      check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
+                            MPI_STATUSES_IGNORE),
+                "MPI_Testall");
+      if (!done) return false;
+      end_round();
+    }
+  } catch (...) {
+    abandon();
+    throw;
   }
   return true;
 }
 
 void Execution::wait() {
-  if (timeout_ > 0) {
-    hier::spin_then_yield([this] { return poll(); });  // poll() reports a stall
-    return;
-  }
-  while (round_ < schedule_.rounds.size()) {
-    check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                          MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
-    end_round();
+  try {
+    if (timeout_ > 0) {
+      hier::spin_then_yield([this] { return poll(); });  // poll() reports a stall
+      return;
+    }
+    while (round_ < schedule_.rounds.size()) {
+      check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
+                            MPI_STATUSES_IGNORE),
+                "MPI_Waitall");
+      end_round();
+    }
+  } catch (...) {
+    abandon();
+    throw;
   }
 }
 
@@ -80,6 +116,7 @@ bool Execution::poll() {
 void Execution::end_round() {
   requests_.clear();
   posted_.clear();
+  receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
   types_.clear();
   if (round_checks_) round_checks_->end_round(round_);
@@ -145,6 +182,7 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
   else
     check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
   requests_.push_back(request);
+  if (!is_send) ++receives_;
   if (timeout_ > 0) posted_.push_back({is_send, checksums, &transfer});
 }
 
@@ -203,11 +241,7 @@ void Execution::stalled() {
   const std::string line =
       stall_report(comm_, schedule_.rank, checks_, round_, schedule_.rounds.size(),
                    clock_->seconds(), requests_.data(), posted_.data(), requests_.size());
-  if (!config().timeout_abort) {
-    std::vector<bool> sends(requests_.size());
-    for (std::size_t i = 0; i < requests_.size(); ++i) sends[i] = posted_[i].is_send;
-    abandon(requests_.data(), sends);
-  }
+  if (!config().timeout_abort) abandon();
   report_hang(comm_, line);
 }
 

@@ -49,6 +49,7 @@ class Execution {
   bool test();
   /// Blocks until every round is done.
   void wait();
+  // A failing MPI call makes start/test/wait throw agx::Error after abandon().
 
   /// What one posted request is (for AGX_TIMEOUT's report).
   struct Posted {
@@ -69,6 +70,7 @@ class Execution {
   [[noreturn]] void stalled();
   void post(bool is_send, int peer, const Segment* segments, std::size_t count,
             const Transfer& transfer, bool checksums);
+  void abandon() noexcept;
 
   const Schedule& schedule_;
   Buffers buffers_;
@@ -77,7 +79,8 @@ class Execution {
   int tag_;
   std::size_t max_message_bytes_;
   std::size_t round_ = 0;
-  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Request> requests_;  // the round's receives first, then its sends
+  std::size_t receives_ = 0;           // how many of requests_ are receives
   std::vector<MPI_Datatype> types_;
   MessagePlan message_;
   Checks checks_;

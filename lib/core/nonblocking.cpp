@@ -36,8 +36,25 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
     throw Error(MPI_ERR_ARG, "agx: layout has " + std::to_string(layout.nranks()) +
                                  " blocks for a communicator of " + std::to_string(ctx.size()) +
                                  " ranks");
+  // Every block must end, and all blocks together must fit, within what a pointer
+  // difference can hold: sizes that wrap would move bytes to the wrong places.
+  constexpr std::size_t limit = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
   bool any_bytes = false;
-  for (int b = 0; b < layout.nranks() && !any_bytes; ++b) any_bytes = layout.bytes(b) > 0;
+  std::size_t total = 0;
+  for (int b = 0; b < layout.nranks(); ++b) {
+    const std::size_t bytes = layout.bytes(b);
+    any_bytes = any_bytes || bytes > 0;
+    std::size_t start = 0, end = 0;  // a uniform layout's offset is bytes * b: checked here
+    const bool start_wraps = layout.is_uniform()
+                                 ? __builtin_mul_overflow(bytes, static_cast<std::size_t>(b), &start)
+                                 : (start = layout.offset(b), false);
+    if (start_wraps || __builtin_add_overflow(start, bytes, &end) || end > limit)
+      throw Error(MPI_ERR_COUNT, "agx: block " + std::to_string(b) + " (" + std::to_string(bytes) +
+                                     " bytes) ends past the largest buffer size");
+    if (__builtin_add_overflow(total, bytes, &total) || total > limit)
+      throw Error(MPI_ERR_COUNT, "agx: the blocks of ranks 0.." + std::to_string(b) +
+                                     " add up to more bytes than a buffer can hold");
+  }
   if (any_bytes && buffers.recv == nullptr)
     throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
   if (!buffers.in_place && buffers.send == nullptr && layout.bytes(ctx.rank()) > 0)

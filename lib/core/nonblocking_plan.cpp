@@ -11,6 +11,8 @@
 // A forced shared_memory/hierarchical plan runs lib/hier to completion per start.
 // AGX_INTEGRITY adds one persistent checksum message after each transfer's data pieces,
 // AGX_TIMEOUT polls a round with MPI_Testsome, as in the executor (docs/reliability.md).
+// A failed start or test releases the running round (abandon_round) and leaves the
+// plan failed: later starts throw MPI_ERR_REQUEST, the destructor frees the rest.
 
 #include "core/nonblocking.hpp"
 
@@ -112,8 +114,26 @@ class Persistent final : public Operation {
     if (round_checks_) round_checks_->pack(round_);
     open_ = round.size();
     if (clock_) clock_->restart();
+    round_started_ = false;
     if (round.empty()) return;
     check_mpi(MPI_Startall(static_cast<int>(round.size()), round.data()), "MPI_Startall");
+    round_started_ = true;
+  }
+
+  // After a failed MPI call (or a stall under AGX_TIMEOUT_ACTION=error) the running
+  // round's requests may still be active, pointing into the caller's buffers: receives
+  // are cancelled and completed, sends freed (MPI completes them in the background; Open
+  // MPI cannot cancel sends), as the executor does (core/timeout.hpp's abandon). A freed
+  // send cannot be started again, so the plan is failed from now on.
+  void abandon_round() noexcept {
+    if (round_ >= rounds_.size()) return;  // all rounds complete (a corrupted block found)
+    failed_ = true;
+    if (!round_started_) return;
+    auto& round = rounds_[round_];
+    std::vector<bool> sends(round.size());
+    for (std::size_t i = 0; i < round.size(); ++i) sends[i] = posted_[round_][i].is_send;
+    abandon(round.data(), sends);
+    round_started_ = false;
   }
 
   // A round's requests completed: check it, then start the next one.
@@ -146,15 +166,14 @@ class Persistent final : public Operation {
     const std::string line =
         Execution::stall_report(comm_, rank_, checks_, round_, rounds_.size(), clock_->seconds(),
                                 open.data(), what.data(), open.size());
-    if (!config().timeout_abort) {
-      std::vector<bool> sends(round.size());
-      for (std::size_t i = 0; i < round.size(); ++i) sends[i] = posted[i].is_send;
-      abandon(round.data(), sends);
-    }
+    if (!config().timeout_abort) abandon_round();
     report_hang(comm_, line);
   }
 
   void do_start() override {
+    if (failed_)
+      throw Error(MPI_ERR_REQUEST,
+                  "agx: start() on a plan whose earlier start failed; make a new plan");
     // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
     on_device_ = cuda::run_if_device(ctx_, algorithm(), buffers_, layout());
     if (on_device_) return;
@@ -165,7 +184,12 @@ class Persistent final : public Operation {
     round_ = 0;
     if (round_checks_) round_checks_->start();
     if (timeout_ > 0) clock_.emplace(timeout_);
-    if (!rounds_.empty()) start_round();
+    try {
+      if (!rounds_.empty()) start_round();
+    } catch (...) {
+      abandon_round();
+      throw;
+    }
     const std::size_t own = layout().bytes(rank_);
     if (!buffers_.in_place && own > 0)  // overlaps round 0, as in the executor
       std::memcpy(static_cast<std::byte*>(buffers_.recv) + layout().offset(rank_), buffers_.send,
@@ -174,18 +198,24 @@ class Persistent final : public Operation {
 
   bool do_test() override {
     if (on_device_ || is_blocking_path(algorithm())) return true;
-    while (round_ < rounds_.size()) {
-      if (timeout_ > 0) {
-        if (!poll_round()) return false;
-      } else {
-        auto& round = rounds_[round_];
-        int done = 0;
-        check_mpi(MPI_Testall(static_cast<int>(round.size()), round.data(), &done,
-                              MPI_STATUSES_IGNORE),
-                  "MPI_Testall");
-        if (!done) return false;
+    try {
+      while (round_ < rounds_.size()) {
+        if (timeout_ > 0) {
+          if (!poll_round()) return false;
+        } else {
+          auto& round = rounds_[round_];
+          int done = 0;
+          check_mpi(MPI_Testall(static_cast<int>(round.size()), round.data(), &done,
+                                MPI_STATUSES_IGNORE),
+                    "MPI_Testall");
+          if (!done) return false;
+        }
+        round_started_ = false;  // complete: nothing of it is in flight
+        end_round();
       }
-      end_round();
+    } catch (...) {
+      abandon_round();
+      throw;
     }
     return true;
   }
@@ -201,6 +231,8 @@ class Persistent final : public Operation {
   std::vector<MPI_Datatype> types_;
   std::size_t round_ = 0;
   bool on_device_ = false;  ///< the last start ran the device path (complete)
+  bool round_started_ = false;  ///< rounds_[round_] was started and is not yet complete
+  bool failed_ = false;
   std::optional<RoundChecks> round_checks_;
   std::optional<StallClock> clock_;
   std::size_t open_ = 0;

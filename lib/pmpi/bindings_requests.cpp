@@ -16,6 +16,8 @@
 
 #include <sched.h>
 
+#include <vector>
+
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
 #endif
@@ -38,10 +40,28 @@ int wait_with_progress(Test test, Block block) {
   return block();
 }
 
-int with_persistent_error(int rc, MPI_Request request) {
-  const int error = persistent_error(request);
+int with_request_error(int rc, MPI_Request request) {
+  const int error = request_error(request);
   return rc == MPI_SUCCESS ? error : rc;
 }
+
+/// The handles a multiple-completion call is given, kept while agx requests run or
+/// failed ones wait to be reported (the call sets completed ones to MPI_REQUEST_NULL).
+struct Handles {
+  Handles(int count, const MPI_Request* requests) {
+    if (count > 0 && requests != nullptr && (must_progress() || errors_pending()))
+      copy.assign(requests, requests + count);
+  }
+  /// Reports the failed agx request at `i` (completed by the call) in `statuses[j]`.
+  void report(int i, int j, MPI_Status* statuses, bool ignore, int& rc) const {
+    if (copy.empty() || i < 0 || static_cast<std::size_t>(i) >= copy.size()) return;
+    const int error = request_error(copy[static_cast<std::size_t>(i)]);
+    if (error == MPI_SUCCESS) return;
+    if (!ignore) statuses[j].MPI_ERROR = error;
+    if (rc == MPI_SUCCESS) rc = MPI_ERR_IN_STATUS;
+  }
+  std::vector<MPI_Request> copy;
+};
 
 int allgather_init(const char* function, const void* sendbuf, int sendcount,
                    MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
@@ -133,64 +153,99 @@ int MPI_Startall(int count, MPI_Request requests[]) {
 int MPI_Request_free(MPI_Request* request) {
   int rc = MPI_SUCCESS;
   if (agx::pmpi::free_if_persistent(request, &rc)) return rc;
+  if (request != nullptr && agx::pmpi::errors_pending()) agx::pmpi::forget_error(*request);
   return PMPI_Request_free(request);
 }
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   const MPI_Request handle = request != nullptr ? *request : MPI_REQUEST_NULL;
-  if (!must_progress()) return agx::pmpi::with_persistent_error(PMPI_Wait(request, status), handle);
+  if (!must_progress()) return agx::pmpi::with_request_error(PMPI_Wait(request, status), handle);
   const int rc = wait_with_progress([&](int& flag) { return PMPI_Test(request, &flag, status); },
                                     [&] { return PMPI_Wait(request, status); });
-  return agx::pmpi::with_persistent_error(rc, handle);
+  return agx::pmpi::with_request_error(rc, handle);
 }
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   const MPI_Request handle = request != nullptr ? *request : MPI_REQUEST_NULL;
   if (must_progress()) progress_requests();
   const int rc = PMPI_Test(request, flag, status);
-  return flag != nullptr && *flag ? agx::pmpi::with_persistent_error(rc, handle) : rc;
+  return flag != nullptr && *flag ? agx::pmpi::with_request_error(rc, handle) : rc;
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (!must_progress()) return PMPI_Waitall(count, requests, statuses);
-  return wait_with_progress(
-      [&](int& flag) { return PMPI_Testall(count, requests, &flag, statuses); },
-      [&] { return PMPI_Waitall(count, requests, statuses); });
+  const agx::pmpi::Handles handles(count, requests);
+  int rc = must_progress() ? wait_with_progress(
+                                 [&](int& flag) {
+                                   return PMPI_Testall(count, requests, &flag, statuses);
+                                 },
+                                 [&] { return PMPI_Waitall(count, requests, statuses); })
+                           : PMPI_Waitall(count, requests, statuses);
+  for (int i = 0; i < count; ++i)
+    handles.report(i, i, statuses, statuses == MPI_STATUSES_IGNORE, rc);
+  return rc;
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  const agx::pmpi::Handles handles(count, requests);
   if (must_progress()) progress_requests();
-  return PMPI_Testall(count, requests, flag, statuses);
+  int rc = PMPI_Testall(count, requests, flag, statuses);
+  for (int i = 0; flag != nullptr && *flag && i < count; ++i)
+    handles.report(i, i, statuses, statuses == MPI_STATUSES_IGNORE, rc);
+  return rc;
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  if (!must_progress()) return PMPI_Waitany(count, requests, index, status);
-  return wait_with_progress(
-      [&](int& flag) { return PMPI_Testany(count, requests, index, &flag, status); },
-      [&] { return PMPI_Waitany(count, requests, index, status); });
+  const agx::pmpi::Handles handles(count, requests);
+  int rc = must_progress()
+               ? wait_with_progress(
+                     [&](int& flag) { return PMPI_Testany(count, requests, index, &flag, status); },
+                     [&] { return PMPI_Waitany(count, requests, index, status); })
+               : PMPI_Waitany(count, requests, index, status);
+  if (index != nullptr && *index != MPI_UNDEFINED) {
+    int error = MPI_SUCCESS;
+    handles.report(*index, 0, status, true, error);
+    if (error != MPI_SUCCESS && rc == MPI_SUCCESS) rc = error;
+  }
+  return rc;
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  const agx::pmpi::Handles handles(count, requests);
   if (must_progress()) progress_requests();
-  return PMPI_Testany(count, requests, index, flag, status);
+  int rc = PMPI_Testany(count, requests, index, flag, status);
+  if (flag != nullptr && *flag && index != nullptr && *index != MPI_UNDEFINED) {
+    int error = MPI_SUCCESS;
+    handles.report(*index, 0, status, true, error);
+    if (error != MPI_SUCCESS && rc == MPI_SUCCESS) rc = error;
+  }
+  return rc;
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
-  if (!must_progress()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-  return wait_with_progress(
-      [&](int& flag) {
-        const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
-        flag = outcount != nullptr && *outcount != 0;  // MPI_UNDEFINED: nothing active
-        return rc;
-      },
-      [&] { return PMPI_Waitsome(incount, requests, outcount, indices, statuses); });
+  const agx::pmpi::Handles handles(incount, requests);
+  int rc = must_progress()
+               ? wait_with_progress(
+                     [&](int& flag) {
+                       const int r = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+                       flag = outcount != nullptr && *outcount != 0;  // MPI_UNDEFINED: none active
+                       return r;
+                     },
+                     [&] { return PMPI_Waitsome(incount, requests, outcount, indices, statuses); })
+               : PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  for (int j = 0; outcount != nullptr && *outcount != MPI_UNDEFINED && j < *outcount; ++j)
+    handles.report(indices[j], j, statuses, statuses == MPI_STATUSES_IGNORE, rc);
+  return rc;
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
+  const agx::pmpi::Handles handles(incount, requests);
   if (must_progress()) progress_requests();
-  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  for (int j = 0; outcount != nullptr && *outcount != MPI_UNDEFINED && j < *outcount; ++j)
+    handles.report(indices[j], j, statuses, statuses == MPI_STATUSES_IGNORE, rc);
+  return rc;
 }
 
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {

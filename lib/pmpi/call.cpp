@@ -20,6 +20,7 @@
 #include "pmpi/report.hpp"
 #include "pmpi/settings.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,18 +72,49 @@ Blocks read_blocks(const GatherCall& c, const TypeInfo& rt, int n) {
     if (b.counts[i] < 0)
       throw Error(MPI_ERR_COUNT, "agx: negative recvcounts[" + str(si) + "] " + str(b.counts[i]));
     b.bytes[i] = data_bytes(rt, b.counts[i], "receive count");
-    if (__builtin_add_overflow(b.total_bytes, b.bytes[i], &b.total_bytes))
-      throw Error(MPI_ERR_COUNT, "agx: total receive size overflows");
+    if (__builtin_add_overflow(b.total_bytes, b.bytes[i], &b.total_bytes) ||
+        b.total_bytes > static_cast<std::size_t>(PTRDIFF_MAX))
+      throw Error(MPI_ERR_COUNT, "agx: total receive size overflows (recvcounts[0.." + str(si) +
+                                     "] add up to more bytes than a buffer can hold)");
   }
   return b;
 }
 
-/// Address of block i's first element (where the datatype starts).
-char* element_address(void* recvbuf, const Blocks& b, const TypeInfo& rt, std::size_t i) {
+/// Byte offset of block i's first element (where the datatype starts) from recvbuf.
+std::int64_t element_offset(const Blocks& b, const TypeInfo& rt, std::size_t i) {
   std::int64_t offset = 0;
   if (__builtin_mul_overflow(b.displs[i], static_cast<std::int64_t>(rt.extent), &offset))
     throw Error(MPI_ERR_ARG, "agx: displacement " + str(b.displs[i]) + " overflows");
-  return static_cast<char*>(recvbuf) + offset;
+  return offset;
+}
+
+/// Address of block i's first element (where the datatype starts).
+char* element_address(void* recvbuf, const Blocks& b, const TypeInfo& rt, std::size_t i) {
+  return static_cast<char*>(recvbuf) + element_offset(b, rt, i);
+}
+
+/// Every non-empty receive block's data, from its displacement to the end of its last
+/// element, must lie inside the address space: a displacement + count that runs past
+/// it would wrap pointers. MPI_ERR_COUNT otherwise.
+void check_block_ends(const void* recvbuf, const Blocks& b, const TypeInfo& rt) {
+  const auto base = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(recvbuf));
+  for (std::size_t i = 0; i < b.counts.size(); ++i) {
+    if (b.counts[i] == 0 || rt.size == 0) continue;
+    const std::int64_t first = element_offset(b, rt, i);
+    const auto true_lb = static_cast<std::int64_t>(rt.true_lb);
+    std::int64_t last = 0, true_ub = 0, lo = 0, hi = 0;
+    const bool wraps =
+        __builtin_mul_overflow(b.counts[i] - 1, static_cast<std::int64_t>(rt.extent), &last) ||
+        __builtin_add_overflow(last, first, &last) ||
+        __builtin_add_overflow(true_lb, static_cast<std::int64_t>(rt.true_extent), &true_ub) ||
+        __builtin_add_overflow(std::min(first, last), true_lb, &lo) ||
+        __builtin_add_overflow(std::max(first, last), true_ub, &hi) ||
+        __builtin_add_overflow(base, lo, &lo) || __builtin_add_overflow(base, hi, &hi) || lo < 0;
+    if (wraps)
+      throw Error(MPI_ERR_COUNT, "agx: receive block " + str(static_cast<std::int64_t>(i)) +
+                                     " (displacement " + str(b.displs[i]) + ", count " +
+                                     str(b.counts[i]) + ") ends past the address space");
+  }
 }
 
 /// A byte layout over `bytes` at `offsets`; uniform when it is one.
@@ -121,6 +153,7 @@ PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
   b = read_blocks(c, rt, n);
   if (c.recvbuf == nullptr && rt.true_lb == 0 && b.total_bytes > 0)
     throw Error(MPI_ERR_BUFFER, "agx: receive buffer is NULL with a non-zero count");
+  check_block_ends(c.recvbuf, b, rt);
 
   const char* send_data = nullptr;  // contiguous send bytes, when not packed
   if (!in_place) {

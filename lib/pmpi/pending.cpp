@@ -41,6 +41,11 @@ std::mutex table_mutex;
 std::vector<Pending*> table;         // every Pending with a live handle
 std::atomic<int> running_count{0};   // how many of them are running
 std::atomic<int> persistent_count{0};  // how many of them are persistent
+// Nonblocking requests that failed, by handle, until a completion call reports them.
+// (Generalized requests complete without error: an error there would go to
+// MPI_COMM_WORLD's handler instead of the call's communicator.)
+std::vector<std::pair<MPI_Request, int>> failed;
+std::atomic<int> error_count{0};  // entries in `failed` plus persistent requests with an error
 MPI_Comm self_comm = MPI_COMM_NULL;  // persistent handles live here
 int next_tag = 0;
 
@@ -51,7 +56,8 @@ int query_state(void* state, MPI_Status* status) {
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_UNDEFINED;
   status->MPI_TAG = MPI_UNDEFINED;
-  return static_cast<Pending*>(state)->error;
+  (void)state;
+  return MPI_SUCCESS;
 }
 int free_state(void* state) {
   delete static_cast<Pending*>(state);
@@ -74,6 +80,10 @@ void complete(Pending& p) {
                 PMPI_Wtime() - p.started);
   }
   set_running(p, false);
+  if (p.error != MPI_SUCCESS) {
+    error_count.fetch_add(1);
+    if (!p.persistent) failed.emplace_back(p.handle, p.error);
+  }
   if (p.persistent) {
     check_mpi(PMPI_Send(nullptr, 0, MPI_BYTE, 0, p.tag, self_comm), "MPI_Send");
   } else {
@@ -195,6 +205,7 @@ bool start_if_persistent(MPI_Request* request, int* rc) noexcept {
   if (p == nullptr) return false;
   *rc = guarded(p->call->c.comm, p->call->c.function, [&] {
     if (p->running) throw Error(MPI_ERR_REQUEST, "agx: MPI_Start on a request that is active");
+    if (p->error != MPI_SUCCESS) error_count.fetch_sub(1);  // never reported: replaced
     p->error = MPI_SUCCESS;
     p->started = PMPI_Wtime();
     p->call->stage_in();
@@ -224,22 +235,34 @@ bool free_if_persistent(MPI_Request* request, int* rc) noexcept {
     advance_until([p] { return !p->running; }, lock);
     table.erase(std::find(table.begin(), table.end(), p));
     persistent_count.fetch_sub(1);
+    if (p->error != MPI_SUCCESS) error_count.fetch_sub(1);
     const std::unique_ptr<Pending> owned(p);
     return PMPI_Request_free(request);  // the completed self receive
   });
   return true;
 }
 
-int persistent_error(MPI_Request request) noexcept {
-  if (request == MPI_REQUEST_NULL || persistent_count.load() == 0 || inside_agx())
-    return MPI_SUCCESS;
+int request_error(MPI_Request request) noexcept {
+  if (request == MPI_REQUEST_NULL || error_count.load() == 0 || inside_agx()) return MPI_SUCCESS;
   std::lock_guard lock(table_mutex);
+  for (auto it = failed.begin(); it != failed.end(); ++it)
+    if (it->first == request) {
+      const int error = it->second;
+      failed.erase(it);
+      error_count.fetch_sub(1);
+      return error;
+    }
   Pending* p = find_persistent(request);
-  if (p == nullptr || p->running) return MPI_SUCCESS;
+  if (p == nullptr || p->running || p->error == MPI_SUCCESS) return MPI_SUCCESS;
   const int error = p->error;
   p->error = MPI_SUCCESS;
+  error_count.fetch_sub(1);
   return error;
 }
+
+bool errors_pending() noexcept { return error_count.load() > 0; }
+
+void forget_error(MPI_Request request) noexcept { (void)request_error(request); }
 
 void finish_requests() noexcept {
   const InsideAgx guard;

@@ -10,6 +10,10 @@
 // once the data has moved (MPI_Grequest_complete; a zero-byte send to self), so that
 // every MPI completion call, ours or the MPI library's own, sees it complete.
 //
+// A failure while the data moves is raised through the call's communicator when it is
+// found, and then returned by the completion call that completes the request (for
+// MPI_Waitall and the like, as MPI_ERR_IN_STATUS with the class in the status).
+//
 // Data moves only when agx runs: the interposer therefore also takes MPI_Wait,
 // MPI_Test and their all/any/some forms, MPI_Request_get_status, MPI_Start(all) and
 // MPI_Request_free. While no agx request is running they go straight to the MPI
@@ -44,9 +48,15 @@ bool start_if_persistent(MPI_Request* request, int* rc) noexcept;
 /// (waiting for a running start first) and returns true (with *rc set).
 bool free_if_persistent(MPI_Request* request, int* rc) noexcept;
 
-/// After a completion call returned `request` complete: the error of an agx
-/// persistent start that failed (MPI_SUCCESS otherwise), reported once.
-int persistent_error(MPI_Request request) noexcept;
+/// After a completion call returned `request` complete: the error class of an agx
+/// request (nonblocking or a persistent start) whose data movement failed, reported
+/// once; MPI_SUCCESS otherwise. (The error has already gone through the
+/// communicator's error handler when it was found.)
+int request_error(MPI_Request request) noexcept;
+/// Whether any failed agx request waits to be reported by request_error (cheap).
+bool errors_pending() noexcept;
+/// MPI_Request_free: forgets an unreported error of `request`.
+void forget_error(MPI_Request request) noexcept;
 
 /// MPI_Finalize: completes every running agx request and frees what agx made.
 void finish_requests() noexcept;

@@ -17,6 +17,7 @@
 #include "pattern.hpp"
 
 #include <climits>
+#include <cstdint>
 #include <complex>
 #include <cstdio>
 #include <cstring>
@@ -199,6 +200,64 @@ void run_interleaved(MPI_Comm a, MPI_Comm b) {
     }
 }
 
+// Sizes whose bytes overflow: MPI_ERR_COUNT with a message that says so, never a
+// wrapped size. The spans claim far more elements than their memory holds, on purpose:
+// the checks must reject the call before anything is touched.
+template <class Expect>
+void run_overflow_errors(Expect& expect, std::vector<int>& recv) {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const auto un = static_cast<std::size_t>(n);
+  constexpr std::size_t max = SIZE_MAX, two62 = std::size_t{1} << 62;
+  auto* bytes = reinterpret_cast<std::byte*>(recv.data());
+  auto says_overflow = [](const agx::Error& e) {
+    const std::string m = e.what();
+    return m.find("overflow") != std::string::npos || m.find("more bytes than") != std::string::npos ||
+           m.find("ends past the largest") != std::string::npos;
+  };
+  auto with_message = [&](auto&& call) {  // another message turns into a wrong class
+    return [&, call] {
+      try {
+        call();
+      } catch (const agx::Error& e) {
+        if (!says_overflow(e)) throw agx::Error(MPI_ERR_OTHER, e.what());
+        throw;
+      }
+    };
+  };
+  agx::Allgather<std::byte> g(MPI_COMM_WORLD);
+  if (n >= 2) expect("out-of-place-total-overflow", MPI_ERR_COUNT, with_message([&] {
+    // 2^62-byte blocks: 2^63 bytes or more in all (past PTRDIFF_MAX, or past SIZE_MAX)
+    const std::size_t total = un <= 3 ? two62 * un : max;
+    g(std::span<const std::byte>(bytes, two62), std::span<std::byte>(bytes, total));
+  }));
+  expect("in-place-total-overflow", MPI_ERR_COUNT, with_message([&] {
+    g.in_place(std::span<std::byte>(bytes, max - max % un));  // N blocks of SIZE_MAX / N
+  }));
+  std::vector<long long> huge_counts(un, static_cast<long long>(two62)), zeros(un, 0);
+  if (n >= 2) expect("v-total-overflow", MPI_ERR_COUNT, with_message([&] {
+    g.v_in_place(std::span<std::byte>(bytes, two62), huge_counts, zeros);  // each fits, not all
+  }));
+  std::vector<long long> ones(un, 1), last(un);
+  for (std::size_t i = 0; i < un; ++i) last[i] = static_cast<long long>((two62 >> 1) - 1 - i);
+  expect("v-end-overflow", MPI_ERR_COUNT, with_message([&] {
+    // 2^61 words of 8 bytes: displacement + count fits in elements, not in bytes
+    agx::Allgather<std::uint64_t>(MPI_COMM_WORLD)
+        .v_in_place(std::span<std::uint64_t>(reinterpret_cast<std::uint64_t*>(bytes), two62 >> 1),
+                    ones, last);
+  }));
+  std::vector<std::size_t> sizes(un, 16), offsets(un, 0);
+  offsets[un - 1] = max - 8;
+  expect("bytes-layout-end-overflow", MPI_ERR_COUNT, with_message([&] {
+    agx::allgather_bytes(MPI_COMM_WORLD, agx::Buffers{nullptr, bytes, true},
+                         agx::Layout::varying(sizes, offsets));
+  }));
+  expect("bytes-uniform-overflow", MPI_ERR_COUNT, with_message([&] {
+    agx::allgather_bytes(MPI_COMM_WORLD, agx::Buffers{nullptr, bytes, true},
+                         agx::Layout::uniform(n, static_cast<std::size_t>(PTRDIFF_MAX) / un + 1));
+  }));
+}
+
 // Bad input: an agx::Error of the right class on every rank, nothing written to recv.
 void run_errors() {
   int n = 0;
@@ -258,6 +317,7 @@ void run_errors() {
     gather.v(send, all, huge, displs);
   });
   expect("v-send-size", MPI_ERR_COUNT, [&] { gather.v(std::span<const int>(send).first(3), all, counts, displs); });
+  run_overflow_errors(expect, recv);
   expect("null-comm", MPI_ERR_COMM, [&] { agx::Allgather<int>{MPI_COMM_NULL}(send, all); });
   if (n >= 2) {
     MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;

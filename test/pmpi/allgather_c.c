@@ -312,6 +312,28 @@ static void test_errors(void) {
   CHECK(error_class_of(MPI_Allgatherv(send, world_rank == 0 ? -3 : 1, MPI_INT, recv, counts,
                                       displs, MPI_INT, comm)) == MPI_ERR_COUNT,
         "negative recvcounts[0]");
+  /* Sizes that overflow, through a 2^40-byte contiguous type (counts fit an int, bytes
+   * do not fit anything): MPI_ERR_COUNT, never a wrapped size. Nothing is touched. */
+  MPI_Datatype mib, tib;
+  MPI_Type_contiguous(1 << 20, MPI_BYTE, &mib);
+  MPI_Type_contiguous(1 << 20, mib, &tib);
+  MPI_Type_commit(&tib);
+  CHECK(error_class_of(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, 1 << 23, tib,
+                                     comm)) == MPI_ERR_COUNT,
+        "a 2^63-byte block");
+  if (world_size > 1)
+    CHECK(error_class_of(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, 1 << 22, tib,
+                                       comm)) == MPI_ERR_COUNT,
+          "2^62-byte blocks adding up to 2^63 bytes or more");
+  for (int i = 0; i < 64; ++i) counts[i] = 0, displs[i] = 0;
+  counts[0] = 2;
+  displs[0] = (1 << 23) - 1; /* starts below 2^63, ends past it */
+  CHECK(error_class_of(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, counts, displs,
+                                      tib, comm)) == MPI_ERR_COUNT,
+        "displacement + count past the address space");
+  for (int i = 0; i < 64; ++i) counts[i] = 1, displs[i] = i;
+  MPI_Type_free(&tib);
+  MPI_Type_free(&mib);
   MPI_Request req = MPI_REQUEST_NULL;
   CHECK(error_class_of(MPI_Iallgather(send, -1, MPI_INT, recv, 1, MPI_INT, comm, &req)) ==
             MPI_ERR_COUNT,
