@@ -7,7 +7,8 @@ packages=(build-essential pkg-config meson ninja-build
           libhwloc-dev hwloc catch2 gfortran
           python3-matplotlib                        # tools/agx-plot
           slurmctld slurmd slurm-client munge       # test/slurm (starts its own private daemons)
-          libsimgrid-dev)                           # test/sim (smpicxx, smpirun)
+          libsimgrid-dev                            # test/sim (smpicxx, smpirun)
+          valgrind)                                 # test/sanitizers (memcheck run)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds agx against Open MPI (all suites)
-# and against MPICH (unit tests, a small MPI run and the interposer suite), runs them,
-# and ends with one line "agx tests: N passed, N failed".
+# The test command: installs what is missing, builds agx against Open MPI (all suites),
+# against MPICH (unit tests, a small MPI run and the interposer suite) and with the
+# address and undefined-behaviour sanitizers (unit tests, the MPI matrix at 1-3 ranks,
+# split messages, the soak), runs them, and ends with one line
+# "agx tests: N passed, N failed, N skipped".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -27,6 +29,27 @@ meson test -C build-mpich --print-errorlogs --logbase mpich-core \
 logs+=(build-mpich/meson-logs/mpich-core.json)
 meson test -C build-mpich --print-errorlogs --logbase mpich-pmpi --suite pmpi || status=1
 logs+=(build-mpich/meson-logs/mpich-pmpi.json)
+
+# The sanitizer build: only libagx and the programs of the runs below (-O1; warnings are
+# not errors here, GCC 12 warns falsely under the sanitizers). A UB report stops its test
+# (halt_on_error), as does any ASan error. Leak checking needs whole malloc stacks to
+# suppress Open MPI's own leaks (test/sanitizers/lsan.supp; fast_unwind_on_malloc=0, too
+# slow for the allocation-heavy unit tests, which run without it) and Open MPI's
+# components still loaded at exit (mca_base_component_disable_dlclose).
+asan_options=(-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -Dwerror=false
+              -Doptimization=1 -Dsoak_seconds=10)
+if [ -f build-asan/build.ninja ]; then meson setup --reconfigure build-asan "${asan_options[@]}" >/dev/null
+else meson setup build-asan "${asan_options[@]}" >/dev/null; fi
+ninja -C build-asan test/unit/test_unit test/mpi/test_allgather test/soak/soak
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+meson test -C build-asan --no-rebuild --print-errorlogs --logbase asan-unit unit || status=1
+logs+=(build-asan/meson-logs/asan-unit.json)
+ASAN_OPTIONS=fast_unwind_on_malloc=0 OMPI_MCA_mca_base_component_disable_dlclose=1 \
+LSAN_OPTIONS=suppressions=$PWD/test/sanitizers/lsan.supp:print_suppressions=0 \
+  meson test -C build-asan --no-rebuild --print-errorlogs --logbase asan-mpi \
+  allgather-np1 allgather-np2 allgather-np3 allgather-split-messages \
+  soak-np4 soak-np5-virtual-nodes || status=1
+logs+=(build-asan/meson-logs/asan-mpi.json)
 
 python3 - "${logs[@]}" <<'PY'
 import json, os, sys

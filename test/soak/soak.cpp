@@ -135,7 +135,7 @@ bool Case::check(const char* mode) const {
     fill(reinterpret_cast<std::byte*>(want.data()) + displs[static_cast<std::size_t>(b)] * elem,
          salt, b, counts[static_cast<std::size_t>(b)], elem);
   const auto* got = reinterpret_cast<const unsigned char*>(recv->data());
-  if (std::memcmp(want.data(), got, want.size()) == 0) {
+  if (want.empty() || std::memcmp(want.data(), got, want.size()) == 0) {
     ++checked;
     return true;
   }
