@@ -21,6 +21,9 @@
 
 #include <mpi.h>
 #ifdef SMPI_SHARED_MALLOC
+#include <simgrid/actor.h>
+#endif
+#ifdef SMPI_SHARED_MALLOC
 #define AGX_SIM_ALLOC(bytes) SMPI_SHARED_MALLOC(bytes)
 #define AGX_SIM_FREE(ptr) SMPI_SHARED_FREE(ptr)
 #else
@@ -102,23 +105,29 @@ Placement placement_of(int n, int ppn) {
 }
 
 // The hierarchical planner for this size: leaders use the cheapest planner on aggregates.
-std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int ppn, std::size_t bytes,
+// Rank 0 decides (the cost model plans every planner over up to 256 leaders, which on
+// every simulated rank cost seconds of wall time per size) and all ranks follow.
+std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int rank, int ppn, std::size_t bytes,
                                               const CostParams& cost) {
-  const int nodes = (n + ppn - 1) / ppn;
-  std::vector<std::size_t> agg(static_cast<std::size_t>(nodes)), off(agg.size());
-  for (int j = 0; j < nodes; ++j) {
-    agg[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(std::min(ppn, n - j * ppn));
-    off[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(j * ppn);
+  const auto planners = all_planners();
+  int choice = 0;
+  if (rank == 0) {
+    const int nodes = (n + ppn - 1) / ppn;
+    std::vector<std::size_t> agg(static_cast<std::size_t>(nodes)), off(agg.size());
+    for (int j = 0; j < nodes; ++j) {
+      agg[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(std::min(ppn, n - j * ppn));
+      off[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(j * ppn);
+    }
+    const Placement leaders = placement_of(nodes, 1);
+    const Layout aggregates = Layout::varying(agg, off);
+    double best_s = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < planners.size(); ++k) {
+      const double t = predict_seconds(*planners[k], aggregates, leaders, cost, true);
+      if (t < best_s) { best_s = t; choice = static_cast<int>(k); }
+    }
   }
-  const Placement leaders = placement_of(nodes, 1);
-  const Layout aggregates = Layout::varying(agg, off);
-  const Planner* best = all_planners()[0];
-  double best_s = std::numeric_limits<double>::infinity();
-  for (const Planner* p : all_planners()) {
-    const double t = predict_seconds(*p, aggregates, leaders, cost, true);
-    if (t < best_s) { best_s = t; best = p; }
-  }
-  return std::make_unique<sim::HierP2PPlanner>(ppn, *best);
+  MPI_Bcast(&choice, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return std::make_unique<sim::HierP2PPlanner>(ppn, *planners[static_cast<std::size_t>(choice)]);
 }
 
 // Timing runs only: the same schedule with every transfer as one contiguous run of as many
@@ -132,6 +141,23 @@ Schedule flattened(Schedule s) {
     for (auto* list : {&round.sends, &round.recvs})
       for (Transfer& t : *list) t.blocks = {BlockSpan{0, block_count(t.blocks)}};
   return s;
+}
+
+// Every rank starts the timed call at the same simulated instant: a barrier releases ranks
+// at different times (a tree barrier by up to its depth in latencies, which at 1024 ranks
+// added 10 µs to an 8-byte all-gather), so the ranks agree on the latest clock plus 1 ms
+// and idle until then. Outside SMPI it is a plain barrier.
+double common_start() {
+  MPI_Barrier(MPI_COMM_WORLD);
+#ifdef SMPI_SHARED_MALLOC
+  double now = MPI_Wtime(), latest = 0;
+  MPI_Allreduce(&now, &latest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const double start = latest + 1e-3;
+  if (MPI_Wtime() < start) sg_actor_sleep_for(start - MPI_Wtime());
+  return start;
+#else
+  return MPI_Wtime();
+#endif
 }
 
 unsigned char pattern(int rank, std::size_t i) {
@@ -160,7 +186,7 @@ int main(int argc, char** argv) {
   if (rank == 0) std::printf("%s\n", header);
   for (const std::size_t bytes : a.sizes) {
     const Layout layout = Layout::uniform(n, bytes);
-    const auto hier = hier_for(n, a.ppn, bytes, a.cost);
+    const auto hier = hier_for(n, rank, a.ppn, bytes, a.cost);
     // Simulated times are deterministic: `auto` reuses the run of the planner it picks.
     std::map<const Planner*, double> measured;
     for (const std::string& name : a.algos) {
@@ -208,8 +234,7 @@ int main(int argc, char** argv) {
       Schedule schedule = planner != nullptr && !reuse ? planner->plan({n, rank}) : Schedule{};
       if (!a.check) schedule = flattened(std::move(schedule));
       const auto wall0 = std::chrono::steady_clock::now();
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
+      const double t0 = common_start();
       if (reuse) {
       } else if (planner != nullptr)
         execute(schedule, a.check ? Buffers{send, recv, false} : Buffers{recv, recv, true}, layout,
