@@ -15,8 +15,9 @@
 // `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>.
 // Ranks are placed node by node, --ppn per node (the hostfile must list them so).
 // --check: real buffers with a pattern, every result verified, every schedule validated
-// symbolically first; without it buffers come from SMPI_SHARED_MALLOC and are never touched,
-// and each message is sent as one contiguous run of the same size (see `flattened`).
+// symbolically first; without it buffers come from SMPI_SHARED_MALLOC (one pair for all
+// ranks) and are never touched, and each message is sent as one contiguous run of the same
+// size (see `flattened`).
 // Exit status: 0 all good, 1 a wrong result or a failed check, 2 bad arguments.
 
 #include <mpi.h>
@@ -26,7 +27,9 @@
 #ifdef SMPI_SHARED_MALLOC
 #define AGX_SIM_ALLOC(bytes) SMPI_SHARED_MALLOC(bytes)
 #define AGX_SIM_FREE(ptr) SMPI_SHARED_FREE(ptr)
+constexpr bool kSharedAddressSpace = true;  // SMPI: every rank is a thread of one process
 #else
+constexpr bool kSharedAddressSpace = false;
 #define AGX_SIM_ALLOC(bytes) std::malloc(bytes)
 #define AGX_SIM_FREE(ptr) std::free(ptr)
 #endif
@@ -41,6 +44,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -180,10 +184,31 @@ int main(int argc, char** argv) {
   const Placement placement = placement_of(n, a.ppn);
   const std::size_t max_bytes = *std::max_element(a.sizes.begin(), a.sizes.end());
   const std::size_t total = max_bytes * static_cast<std::size_t>(n);
-  auto* send = static_cast<unsigned char*>(a.check ? std::malloc(max_bytes + 1) : AGX_SIM_ALLOC(max_bytes + 1));
-  auto* recv = static_cast<unsigned char*>(a.check ? std::malloc(total + 1) : AGX_SIM_ALLOC(total + 1));
+  unsigned char* send = nullptr;
+  unsigned char* recv = nullptr;
+  if (a.check) {
+    send = static_cast<unsigned char*>(std::malloc(max_bytes + 1));
+    recv = static_cast<unsigned char*>(std::malloc(total + 1));
+  } else {
+    // Timing runs: under SMPI all ranks live in one address space, so rank 0's two
+    // SMPI_SHARED_MALLOC buffers serve every rank (never touched, never copied). One
+    // receive buffer per rank would map N²·M bytes, and the kernel's page tables for them
+    // took minutes and gigabytes (4096 ranks × 256 KiB: 4 TiB mapped).
+    unsigned long long at[2] = {0, 0};
+    if (rank == 0 || !kSharedAddressSpace) {
+      send = static_cast<unsigned char*>(AGX_SIM_ALLOC(max_bytes + 1));
+      recv = static_cast<unsigned char*>(AGX_SIM_ALLOC(total + 1));
+      at[0] = reinterpret_cast<std::uintptr_t>(send);
+      at[1] = reinterpret_cast<std::uintptr_t>(recv);
+    }
+    if (kSharedAddressSpace) {
+      MPI_Bcast(at, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+      send = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(at[0]));
+      recv = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(at[1]));
+    }
+  }
   int failures = 0;
-  if (rank == 0) std::printf("%s\n", header);
+  if (rank == 0) { std::printf("%s\n", header); std::fflush(stdout); }
   for (const std::size_t bytes : a.sizes) {
     const Layout layout = Layout::uniform(n, bytes);
     const auto hier = hier_for(n, rank, a.ppn, bytes, a.cost);
@@ -266,8 +291,9 @@ int main(int argc, char** argv) {
       }
     }
   }
+  MPI_Barrier(MPI_COMM_WORLD);
   if (a.check) { std::free(send); std::free(recv); }
-  else { AGX_SIM_FREE(send); AGX_SIM_FREE(recv); }
+  else if (rank == 0 || !kSharedAddressSpace) { AGX_SIM_FREE(send); AGX_SIM_FREE(recv); }
   MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
