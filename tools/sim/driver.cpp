@@ -1,6 +1,7 @@
 // agx-sim: runs agx's schedules with agx's own executor under SimGrid SMPI (or any MPI).
 //
-//   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi
+//   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi,smpi:mpich
+//                       [--selector-sizes 8]
 //                       --cost 5e-7,2.2e-12,5e-7,2.7e-6,2e-11,5e-7 [--check] [--label fat-tree]
 //
 // For every algorithm and size (bytes per rank) it plans the schedule with the planner
@@ -12,7 +13,8 @@
 // hierarchical algorithm (hier_p2p.hpp; lib/hier's shared memory is not simulated);
 // `auto` = argmin of the cost model over all of those, with the --cost parameters
 // (α, β, per-message overhead for the node level, then the network level);
-// `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>.
+// `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>;
+// `smpi:ompi`, `smpi:mpich`, `smpi:mvapich2` = that SMPI selector, called directly.
 // Ranks are placed node by node, --ppn per node (the hostfile must list them so).
 // --check: real buffers with a pattern, every result verified, every schedule validated
 // symbolically first; without it buffers come from SMPI_SHARED_MALLOC (one pair for all
@@ -52,9 +54,33 @@ constexpr bool kSharedAddressSpace = false;
 #include <string>
 #include <vector>
 
+#ifdef SMPI_SHARED_MALLOC
+// SMPI's all-gather selectors, called by name so that one simulation runs all three (they
+// are exported by libsimgrid; `--cfg=smpi/coll-selector` picks only one per run). Their
+// inner collectives, if any, follow the run's coll-selector.
+namespace simgrid::smpi {
+int allgather__ompi(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+int allgather__mpich(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+int allgather__mvapich2(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+}  // namespace simgrid::smpi
+#endif
+
 namespace {
 
 using namespace agx;
+
+using AllgatherFn = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+
+// `mpi` is MPI_Allgather (the run's selector); `smpi:<selector>` one of SMPI's selectors.
+AllgatherFn mpi_allgather_for(const std::string& name) {
+  if (name == "mpi") return &MPI_Allgather;
+#ifdef SMPI_SHARED_MALLOC
+  if (name == "smpi:ompi") return &simgrid::smpi::allgather__ompi;
+  if (name == "smpi:mpich") return &simgrid::smpi::allgather__mpich;
+  if (name == "smpi:mvapich2") return &simgrid::smpi::allgather__mvapich2;
+#endif
+  return nullptr;
+}
 
 constexpr const char* header =
     "AGXSIM,label,nranks,ppn,algo,ran,bytes,sim_s,pred_s,wall_s,check";
@@ -63,6 +89,7 @@ struct Args {
   int ppn = 1;
   std::vector<std::size_t> sizes;
   std::vector<std::string> algos;
+  std::vector<std::size_t> selector_sizes;  // sizes at which `smpi:*` run (empty: all)
   CostParams cost;
   bool check = false;
   std::string label = "sim";
@@ -88,6 +115,9 @@ bool parse(int argc, char** argv, Args& a) {
     if (key == "--ppn") a.ppn = std::atoi(value.c_str());
     else if (key == "--label") a.label = value;
     else if (key == "--algos") a.algos = split(value);
+    else if (key == "--selector-sizes") {
+      for (const std::string& v : split(value)) a.selector_sizes.push_back(std::strtoull(v.c_str(), nullptr, 10));
+    }
     else if (key == "--sizes") {
       for (const std::string& s : split(value)) a.sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
     } else if (key == "--cost") {
@@ -215,6 +245,9 @@ int main(int argc, char** argv) {
     // Simulated times are deterministic: `auto` reuses the run of the planner it picks.
     std::map<const Planner*, double> measured;
     for (const std::string& name : a.algos) {
+      if (name.rfind("smpi:", 0) == 0 && !a.selector_sizes.empty() &&
+          std::find(a.selector_sizes.begin(), a.selector_sizes.end(), bytes) == a.selector_sizes.end())
+        continue;
       // Which planner runs, and its prediction (rank 0 decides for `auto`, all follow).
       const Planner* planner = nullptr;
       double pred = std::numeric_limits<double>::quiet_NaN();
@@ -233,7 +266,7 @@ int main(int argc, char** argv) {
         MPI_Bcast(&choice, 1, MPI_INT, 0, MPI_COMM_WORLD);
         const auto planners = all_planners();
         planner = choice < static_cast<int>(planners.size()) ? planners[static_cast<std::size_t>(choice)] : hier.get();
-      } else if (name != "mpi") {
+      } else if (mpi_allgather_for(name) == nullptr) {
         const auto id = parse_algorithm(name);
         if (!id || *id == Algorithm::automatic) {
           if (rank == 0) std::fprintf(stderr, "agx-sim: unknown algorithm '%s'\n", name.c_str());
@@ -266,8 +299,8 @@ int main(int argc, char** argv) {
                 MPI_COMM_WORLD, 4242,
                 Config::default_max_message_bytes);
       else
-        MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
-                      MPI_BYTE, MPI_COMM_WORLD);
+        mpi_allgather_for(name)(send, static_cast<int>(bytes), MPI_BYTE, recv,
+                                static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
       double elapsed = MPI_Wtime() - t0, slowest = 0;
       MPI_Reduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
       if (reuse) slowest = measured[planner];
@@ -282,7 +315,7 @@ int main(int argc, char** argv) {
       MPI_Reduce(&wrong, &any_wrong, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
       if (rank == 0) {
         failures += any_wrong;
-        std::string ran = planner == nullptr ? "mpi" : std::string(to_string(planner->id()));
+        std::string ran = planner == nullptr ? name : std::string(to_string(planner->id()));
         if (planner == hier.get()) ran += "/" + std::string(to_string(hier->inner().id()));
         std::printf("AGXSIM,%s,%d,%d,%s,%s,%zu,%.9g,%.9g,%.3f,%s\n", a.label.c_str(), n, a.ppn,
                     name.c_str(), ran.c_str(), bytes, slowest, pred, wall,
