@@ -1,6 +1,7 @@
 // agx-sim: runs agx's schedules with agx's own executor under SimGrid SMPI (or any MPI).
 //
-//   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi
+//   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi,smpi:mpich
+//                       [--selector-sizes 8]
 //                       --cost 5e-7,2.2e-12,5e-7,2.7e-6,2e-11,5e-7 [--check] [--label fat-tree]
 //
 // For every algorithm and size (bytes per rank) it plans the schedule with the planner
@@ -12,17 +13,25 @@
 // hierarchical algorithm (hier_p2p.hpp; lib/hier's shared memory is not simulated);
 // `auto` = argmin of the cost model over all of those, with the --cost parameters
 // (α, β, per-message overhead for the node level, then the network level);
-// `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>.
+// `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>;
+// `smpi:ompi`, `smpi:mpich`, `smpi:mvapich2` = that SMPI selector, called directly.
 // Ranks are placed node by node, --ppn per node (the hostfile must list them so).
 // --check: real buffers with a pattern, every result verified, every schedule validated
-// symbolically first; without it buffers come from SMPI_SHARED_MALLOC and are never touched.
+// symbolically first; without it buffers come from SMPI_SHARED_MALLOC (one pair for all
+// ranks) and are never touched, and each message is sent as one contiguous run of the same
+// size (see `flattened`).
 // Exit status: 0 all good, 1 a wrong result or a failed check, 2 bad arguments.
 
 #include <mpi.h>
 #ifdef SMPI_SHARED_MALLOC
+#include <simgrid/actor.h>
+#endif
+#ifdef SMPI_SHARED_MALLOC
 #define AGX_SIM_ALLOC(bytes) SMPI_SHARED_MALLOC(bytes)
 #define AGX_SIM_FREE(ptr) SMPI_SHARED_FREE(ptr)
+constexpr bool kSharedAddressSpace = true;  // SMPI: every rank is a thread of one process
 #else
+constexpr bool kSharedAddressSpace = false;
 #define AGX_SIM_ALLOC(bytes) std::malloc(bytes)
 #define AGX_SIM_FREE(ptr) std::free(ptr)
 #endif
@@ -37,6 +46,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -44,9 +54,33 @@
 #include <string>
 #include <vector>
 
+#ifdef SMPI_SHARED_MALLOC
+// SMPI's all-gather selectors, called by name so that one simulation runs all three (they
+// are exported by libsimgrid; `--cfg=smpi/coll-selector` picks only one per run). Their
+// inner collectives, if any, follow the run's coll-selector.
+namespace simgrid::smpi {
+int allgather__ompi(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+int allgather__mpich(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+int allgather__mvapich2(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+}  // namespace simgrid::smpi
+#endif
+
 namespace {
 
 using namespace agx;
+
+using AllgatherFn = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm);
+
+// `mpi` is MPI_Allgather (the run's selector); `smpi:<selector>` one of SMPI's selectors.
+AllgatherFn mpi_allgather_for(const std::string& name) {
+  if (name == "mpi") return &MPI_Allgather;
+#ifdef SMPI_SHARED_MALLOC
+  if (name == "smpi:ompi") return &simgrid::smpi::allgather__ompi;
+  if (name == "smpi:mpich") return &simgrid::smpi::allgather__mpich;
+  if (name == "smpi:mvapich2") return &simgrid::smpi::allgather__mvapich2;
+#endif
+  return nullptr;
+}
 
 constexpr const char* header =
     "AGXSIM,label,nranks,ppn,algo,ran,bytes,sim_s,pred_s,wall_s,check";
@@ -55,6 +89,7 @@ struct Args {
   int ppn = 1;
   std::vector<std::size_t> sizes;
   std::vector<std::string> algos;
+  std::vector<std::size_t> selector_sizes;  // sizes at which `smpi:*` run (empty: all)
   CostParams cost;
   bool check = false;
   std::string label = "sim";
@@ -80,6 +115,9 @@ bool parse(int argc, char** argv, Args& a) {
     if (key == "--ppn") a.ppn = std::atoi(value.c_str());
     else if (key == "--label") a.label = value;
     else if (key == "--algos") a.algos = split(value);
+    else if (key == "--selector-sizes") {
+      for (const std::string& v : split(value)) a.selector_sizes.push_back(std::strtoull(v.c_str(), nullptr, 10));
+    }
     else if (key == "--sizes") {
       for (const std::string& s : split(value)) a.sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
     } else if (key == "--cost") {
@@ -101,23 +139,59 @@ Placement placement_of(int n, int ppn) {
 }
 
 // The hierarchical planner for this size: leaders use the cheapest planner on aggregates.
-std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int ppn, std::size_t bytes,
+// Rank 0 decides (the cost model plans every planner over up to 256 leaders, which on
+// every simulated rank cost seconds of wall time per size) and all ranks follow.
+std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int rank, int ppn, std::size_t bytes,
                                               const CostParams& cost) {
-  const int nodes = (n + ppn - 1) / ppn;
-  std::vector<std::size_t> agg(static_cast<std::size_t>(nodes)), off(agg.size());
-  for (int j = 0; j < nodes; ++j) {
-    agg[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(std::min(ppn, n - j * ppn));
-    off[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(j * ppn);
+  const auto planners = all_planners();
+  int choice = 0;
+  if (rank == 0) {
+    const int nodes = (n + ppn - 1) / ppn;
+    std::vector<std::size_t> agg(static_cast<std::size_t>(nodes)), off(agg.size());
+    for (int j = 0; j < nodes; ++j) {
+      agg[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(std::min(ppn, n - j * ppn));
+      off[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(j * ppn);
+    }
+    const Placement leaders = placement_of(nodes, 1);
+    const Layout aggregates = Layout::varying(agg, off);
+    double best_s = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < planners.size(); ++k) {
+      const double t = predict_seconds(*planners[k], aggregates, leaders, cost, true);
+      if (t < best_s) { best_s = t; choice = static_cast<int>(k); }
+    }
   }
-  const Placement leaders = placement_of(nodes, 1);
-  const Layout aggregates = Layout::varying(agg, off);
-  const Planner* best = all_planners()[0];
-  double best_s = std::numeric_limits<double>::infinity();
-  for (const Planner* p : all_planners()) {
-    const double t = predict_seconds(*p, aggregates, leaders, cost, true);
-    if (t < best_s) { best_s = t; best = p; }
-  }
-  return std::make_unique<sim::HierP2PPlanner>(ppn, *best);
+  MPI_Bcast(&choice, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return std::make_unique<sim::HierP2PPlanner>(ppn, *planners[static_cast<std::size_t>(choice)]);
+}
+
+// Timing runs only: the same schedule with every transfer as one contiguous run of as many
+// blocks, starting at block 0 of the receive buffer (executed in place). Peers, rounds and
+// bytes per message are unchanged, so is the simulated time; what changes is that no
+// message needs a derived datatype. SMPI packs derived-datatype messages into real,
+// freshly allocated memory (it cannot see that SMPI_SHARED_MALLOC buffers are behind
+// MPI_BOTTOM), which at 1024 ranks and 64 KiB took over 64 GiB and minutes of copying.
+Schedule flattened(Schedule s) {
+  for (Round& round : s.rounds)
+    for (auto* list : {&round.sends, &round.recvs})
+      for (Transfer& t : *list) t.blocks = {BlockSpan{0, block_count(t.blocks)}};
+  return s;
+}
+
+// Every rank starts the timed call at the same simulated instant: a barrier releases ranks
+// at different times (a tree barrier by up to its depth in latencies, which at 1024 ranks
+// added 10 µs to an 8-byte all-gather), so the ranks agree on the latest clock plus 1 ms
+// and idle until then. Outside SMPI it is a plain barrier.
+double common_start() {
+  MPI_Barrier(MPI_COMM_WORLD);
+#ifdef SMPI_SHARED_MALLOC
+  double now = MPI_Wtime(), latest = 0;
+  MPI_Allreduce(&now, &latest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const double start = latest + 1e-3;
+  if (MPI_Wtime() < start) sg_actor_sleep_for(start - MPI_Wtime());
+  return start;
+#else
+  return MPI_Wtime();
+#endif
 }
 
 unsigned char pattern(int rank, std::size_t i) {
@@ -140,16 +214,40 @@ int main(int argc, char** argv) {
   const Placement placement = placement_of(n, a.ppn);
   const std::size_t max_bytes = *std::max_element(a.sizes.begin(), a.sizes.end());
   const std::size_t total = max_bytes * static_cast<std::size_t>(n);
-  auto* send = static_cast<unsigned char*>(a.check ? std::malloc(max_bytes + 1) : AGX_SIM_ALLOC(max_bytes + 1));
-  auto* recv = static_cast<unsigned char*>(a.check ? std::malloc(total + 1) : AGX_SIM_ALLOC(total + 1));
+  unsigned char* send = nullptr;
+  unsigned char* recv = nullptr;
+  if (a.check) {
+    send = static_cast<unsigned char*>(std::malloc(max_bytes + 1));
+    recv = static_cast<unsigned char*>(std::malloc(total + 1));
+  } else {
+    // Timing runs: under SMPI all ranks live in one address space, so rank 0's two
+    // SMPI_SHARED_MALLOC buffers serve every rank (never touched, never copied). One
+    // receive buffer per rank would map N²·M bytes, and the kernel's page tables for them
+    // took minutes and gigabytes (4096 ranks × 256 KiB: 4 TiB mapped).
+    unsigned long long at[2] = {0, 0};
+    if (rank == 0 || !kSharedAddressSpace) {
+      send = static_cast<unsigned char*>(AGX_SIM_ALLOC(max_bytes + 1));
+      recv = static_cast<unsigned char*>(AGX_SIM_ALLOC(total + 1));
+      at[0] = reinterpret_cast<std::uintptr_t>(send);
+      at[1] = reinterpret_cast<std::uintptr_t>(recv);
+    }
+    if (kSharedAddressSpace) {
+      MPI_Bcast(at, 2, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+      send = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(at[0]));
+      recv = reinterpret_cast<unsigned char*>(static_cast<std::uintptr_t>(at[1]));
+    }
+  }
   int failures = 0;
-  if (rank == 0) std::printf("%s\n", header);
+  if (rank == 0) { std::printf("%s\n", header); std::fflush(stdout); }
   for (const std::size_t bytes : a.sizes) {
     const Layout layout = Layout::uniform(n, bytes);
-    const auto hier = hier_for(n, a.ppn, bytes, a.cost);
+    const auto hier = hier_for(n, rank, a.ppn, bytes, a.cost);
     // Simulated times are deterministic: `auto` reuses the run of the planner it picks.
     std::map<const Planner*, double> measured;
     for (const std::string& name : a.algos) {
+      if (name.rfind("smpi:", 0) == 0 && !a.selector_sizes.empty() &&
+          std::find(a.selector_sizes.begin(), a.selector_sizes.end(), bytes) == a.selector_sizes.end())
+        continue;
       // Which planner runs, and its prediction (rank 0 decides for `auto`, all follow).
       const Planner* planner = nullptr;
       double pred = std::numeric_limits<double>::quiet_NaN();
@@ -168,7 +266,7 @@ int main(int argc, char** argv) {
         MPI_Bcast(&choice, 1, MPI_INT, 0, MPI_COMM_WORLD);
         const auto planners = all_planners();
         planner = choice < static_cast<int>(planners.size()) ? planners[static_cast<std::size_t>(choice)] : hier.get();
-      } else if (name != "mpi") {
+      } else if (mpi_allgather_for(name) == nullptr) {
         const auto id = parse_algorithm(name);
         if (!id || *id == Algorithm::automatic) {
           if (rank == 0) std::fprintf(stderr, "agx-sim: unknown algorithm '%s'\n", name.c_str());
@@ -191,18 +289,18 @@ int main(int argc, char** argv) {
         std::fill(recv, recv + bytes * static_cast<std::size_t>(n), static_cast<unsigned char>(0xEE));
       }
       const bool reuse = name == "auto" && !a.check && measured.count(planner) > 0;
-      const Schedule schedule =
-          planner != nullptr && !reuse ? planner->plan({n, rank}) : Schedule{};
+      Schedule schedule = planner != nullptr && !reuse ? planner->plan({n, rank}) : Schedule{};
+      if (!a.check) schedule = flattened(std::move(schedule));
       const auto wall0 = std::chrono::steady_clock::now();
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
+      const double t0 = common_start();
       if (reuse) {
       } else if (planner != nullptr)
-        execute(schedule, Buffers{send, recv, false}, layout, MPI_COMM_WORLD, 4242,
+        execute(schedule, a.check ? Buffers{send, recv, false} : Buffers{recv, recv, true}, layout,
+                MPI_COMM_WORLD, 4242,
                 Config::default_max_message_bytes);
       else
-        MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes),
-                      MPI_BYTE, MPI_COMM_WORLD);
+        mpi_allgather_for(name)(send, static_cast<int>(bytes), MPI_BYTE, recv,
+                                static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
       double elapsed = MPI_Wtime() - t0, slowest = 0;
       MPI_Reduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
       if (reuse) slowest = measured[planner];
@@ -217,7 +315,7 @@ int main(int argc, char** argv) {
       MPI_Reduce(&wrong, &any_wrong, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
       if (rank == 0) {
         failures += any_wrong;
-        std::string ran = planner == nullptr ? "mpi" : std::string(to_string(planner->id()));
+        std::string ran = planner == nullptr ? name : std::string(to_string(planner->id()));
         if (planner == hier.get()) ran += "/" + std::string(to_string(hier->inner().id()));
         std::printf("AGXSIM,%s,%d,%d,%s,%s,%zu,%.9g,%.9g,%.3f,%s\n", a.label.c_str(), n, a.ppn,
                     name.c_str(), ran.c_str(), bytes, slowest, pred, wall,
@@ -226,8 +324,9 @@ int main(int argc, char** argv) {
       }
     }
   }
+  MPI_Barrier(MPI_COMM_WORLD);
   if (a.check) { std::free(send); std::free(recv); }
-  else { AGX_SIM_FREE(send); AGX_SIM_FREE(recv); }
+  else if (rank == 0 || !kSharedAddressSpace) { AGX_SIM_FREE(send); AGX_SIM_FREE(recv); }
   MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
   return failures == 0 ? 0 : 1;

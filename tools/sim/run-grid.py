@@ -6,11 +6,13 @@ platforms of platforms/ (tools/sim/gen-platforms.py), and writes a CSV and plots
     tools/sim/run-grid.py --quick              # 64 ranks only, 2 sizes (a minute or two)
     tools/sim/run-grid.py --only fattree-64r-8ppn -o /tmp/x.csv
 
-One smpirun per (platform, selector): the first runs every agx algorithm plus
-MPI_Allgather under --cfg=smpi/allgather:ompi, the others MPI_Allgather only under
-mpich and mvapich2. Every SMPI setting is in SETTINGS below and in the CSV's header;
-the wall time of each smpirun and of each point is in the CSV. A run past --timeout
-seconds is killed and its missing points are written with status 'timeout'.
+One smpirun per platform, one at a time (-j): every agx algorithm, auto, and SMPI's ompi,
+mpich and mvapich2 all-gather selectors, which the driver calls directly (smpi:<selector>).
+Every SMPI setting is in SETTINGS below and in the CSV's header; the wall time of each
+smpirun and of each point is in the CSV. A run past --timeout seconds is killed and its
+missing points are written with status 'timeout'. --append keeps an existing CSV's rows
+and replaces those of the points run now (e.g. one new algorithm: --algos NAME
+--no-selectors --append).
 """
 import argparse
 import concurrent.futures
@@ -23,10 +25,11 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KiB, MiB = 1024, 1024 * 1024
 SETTINGS = [
     "--cfg=smpi/simulate-computation:no",          # communication only; local copies are free
     "--cfg=smpi/shared-malloc-blocksize:67108864",  # SMPI_SHARED_MALLOC buffers, 64 MiB blocks
+    "--cfg=smpi/privatization:0",                   # agx-sim has no per-rank globals; saves
+                                                    # copying the binary once per rank
     "--cfg=smpi/os:0:0.5e-6:0",                     # 0.5 us CPU overhead per message sent
     "--cfg=smpi/or:0:0.5e-6:0",                     # 0.5 us per message received
     "--cfg=smpi/bw-factor:0:1",                     # links give their nominal bandwidth
@@ -34,21 +37,32 @@ SETTINGS = [
     "--cfg=network/crosstraffic:0",                 # no reverse (ack) flows
     "--log=root.thres:warning",
 ]
+# Per run: --cfg=smpi/coll-selector:<selector>, so MPI_Allgather and the collectives the
+# selector's algorithms and the driver's bookkeeping use (barrier, reduce, bcast) all come
+# from that selector (the default selector's linear reduce cost minutes at 1024 ranks).
 SELECTORS = ["ompi", "mpich", "mvapich2"]
+COLL_SELECTOR = "ompi"  # the run's other collectives (barrier, reduce, bcast, and those
+                        # SMPI's all-gathers call inside); the three selectors are called
+                        # directly by the driver (smpi:<selector>), all in one simulation
 AGX = ["direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck", "distance_halving"]
-# Per rank count: sizes (bytes per rank) and agx algorithms left out (N^2 messages or
-# N rounds are too slow to simulate there, and far from the best anyway).
-# Per rank count: sizes, agx algorithms left out, selectors run, platforms run (None: all).
+LOG_DEPTH = ["recursive_doubling", "bruck", "distance_halving"]
+KiB, MiB = 1024, 1024 * 1024
+ALL_SIZES = [8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB]
+# Per rank count: sizes (bytes per rank) for agx; agx algorithms run (N-round and
+# N²-message ones are left out at 1024 and 4096 ranks: 10^6..10^7 simulated messages per
+# point, and far from the best there); sizes per SMPI selector (at 4096 ranks only 8 B:
+# beyond ~50 KB in all, every selector switches to ring or neighbor exchange, N-1 or N/2
+# rounds, 8·10^6..1.6·10^7 messages per point); platforms run (None: all).
 GRID = {
-    64: ([8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB], [], SELECTORS, None),
-    256: ([8, 4 * KiB, 64 * KiB, 1 * MiB], ["direct"], SELECTORS, None),
-    1024: ([8, 64 * KiB], ["direct", "ring", "neighbor_exchange"], ["ompi", "mpich"],
-           {"fattree-1024r-8ppn", "dragonfly-1024r-8ppn"}),
-    # 4096 ranks: one run (8 B, 4 log-depth algorithms) took over 6 min here and the mpich
-    # selector over 5 min, so the default grid leaves it out; run it with --only.
-    4096: ([8], ["direct", "ring", "neighbor_exchange"], ["mpich"], set()),
+    64: dict(sizes=ALL_SIZES, algos=AGX, selectors={s: ALL_SIZES for s in SELECTORS}),
+    256: dict(sizes=ALL_SIZES, algos=AGX, selectors={s: ALL_SIZES for s in SELECTORS}),
+    1024: dict(sizes=[8, 4 * KiB, 256 * KiB, 16 * MiB], algos=LOG_DEPTH,
+               selectors={s: [8, 4 * KiB] for s in SELECTORS}),
+    4096: dict(sizes=[8, 4 * KiB, 256 * KiB], algos=LOG_DEPTH,
+               selectors={s: [8] for s in SELECTORS},
+               platforms={"fattree-4096r-8ppn"}),
 }
-COLUMNS = ["platform", "topology", "nranks", "ppn", "selector", "algo", "ran", "bytes",
+COLUMNS = ["platform", "topology", "nranks", "ppn", "algo", "ran", "bytes",
            "sim_s", "pred_s", "point_wall_s", "run_wall_s", "status"]
 
 
@@ -56,16 +70,17 @@ def extra_algos(name):
     return [a for a in os.environ.get("AGX_SIM_EXTRA_ALGOS", "").split(",") if a]
 
 
-def run_one(binary, pid, p, selector, algos, sizes, timeout, tmp):
+def run_one(binary, pid, p, algos, sizes, selector_sizes, timeout, tmp):
     hostfile = os.path.join(tmp, f"{pid}.hosts")
     with open(hostfile, "w") as f:
         for h in range(p["hosts"]):
             f.write(f"node-{h}\n" * p["ppn"])
-    cmd = (["smpirun", "-platform", os.path.join(ROOT, "platforms", pid + ".xml"),
+    cmd = (["nice", "-n", "10", "smpirun", "-platform", os.path.join(ROOT, "platforms", pid + ".xml"),
             "-hostfile", hostfile, "-np", str(p["nranks"])] + SETTINGS +
-           [f"--cfg=smpi/allgather:{selector}", binary, "--ppn", str(p["ppn"]),
+           [f"--cfg=smpi/coll-selector:{COLL_SELECTOR}", binary, "--ppn", str(p["ppn"]),
             "--label", pid, "--cost", ",".join(repr(c) for c in p["cost"]),
-            "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)])
+            "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos),
+            "--selector-sizes", ",".join(map(str, selector_sizes))])
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # its own group: a timeout ends smpimain too
@@ -86,18 +101,17 @@ def run_one(binary, pid, p, selector, algos, sizes, timeout, tmp):
             continue
         seen.add((f[4], int(f[6])))
         rows.append({"platform": pid, "topology": p["topology"], "nranks": f[2], "ppn": f[3],
-                     "selector": selector, "algo": f[4] if f[4] != "mpi" else f"smpi:{selector}",
-                     "ran": f[5], "bytes": f[6], "sim_s": f[7], "pred_s": f[8],
+                     "algo": f[4], "ran": f[5], "bytes": f[6], "sim_s": f[7], "pred_s": f[8],
                      "point_wall_s": f[9], "run_wall_s": f"{wall:.1f}", "status": "ok"})
-    for b in sizes:
+    for b in sorted(set(sizes) | set(selector_sizes)):
         for a in algos:
-            if (a, b) not in seen:
+            wanted = b in (selector_sizes if a.startswith("smpi:") else sizes)
+            if wanted and (a, b) not in seen:
                 rows.append({"platform": pid, "topology": p["topology"], "nranks": p["nranks"],
-                             "ppn": p["ppn"], "selector": selector,
-                             "algo": a if a != "mpi" else f"smpi:{selector}", "ran": "",
-                             "bytes": b, "sim_s": "", "pred_s": "", "point_wall_s": "",
-                             "run_wall_s": f"{wall:.1f}", "status": status})
-    print(f"  {pid:24s} {selector:9s} {wall:7.1f} s  {status}", flush=True)
+                             "ppn": p["ppn"], "algo": a, "ran": "", "bytes": b, "sim_s": "",
+                             "pred_s": "", "point_wall_s": "", "run_wall_s": f"{wall:.1f}",
+                             "status": status})
+    print(f"  {pid:24s} {wall:7.1f} s  {status}", flush=True)
     return rows
 
 
@@ -107,7 +121,11 @@ def main():
     ap.add_argument("--only", help="comma-separated platform ids")
     ap.add_argument("--quick", action="store_true", help="64 ranks, 8 B and 64 KiB")
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("-j", "--jobs", type=int, default=2, help="smpirun processes at once")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="smpirun processes at once")
+    ap.add_argument("--algos", help="comma-separated: run only these agx algorithms (and auto)")
+    ap.add_argument("--no-selectors", action="store_true", help="leave out SMPI's selectors")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the output's rows, replacing those of the points run now")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args()
     build = subprocess.run([os.path.join(ROOT, "tools", "sim", "build.sh")],
@@ -122,27 +140,44 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     rows, t_start, tasks = [], time.monotonic(), []
-    for pid in sorted(params, key=lambda k: (-params[k]["nranks"], k)):  # biggest first
+    if args.append and os.path.exists(args.output):
+        with open(args.output, newline="") as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    only_algos = set(args.algos.split(",")) if args.algos else None
+    for pid in sorted(params, key=lambda k: (params[k]["nranks"], k)):  # smallest first
         p = params[pid]
-        sizes, skip, selectors, platforms = GRID[p["nranks"]]
-        if (only and pid not in only) or (not only and platforms is not None and pid not in platforms):
+        g = GRID[p["nranks"]]
+        if (only and pid not in only) or (not only and g.get("platforms") is not None
+                                          and pid not in g["platforms"]):
             continue
         if args.quick and p["nranks"] != 64:
             continue
-        if args.quick:
-            sizes = [8, 64 * KiB]
-        algos = [a for a in AGX + extra_algos(pid) if a not in skip]
+        sizes = [8, 64 * KiB] if args.quick else g["sizes"]
+        algos = g["algos"] + extra_algos(pid)
         if p["ppn"] > 1:
-            algos.append("hierarchical")
-        for i, selector in enumerate(selectors):
-            run_algos = algos + ["auto", "mpi"] if i == 0 else ["mpi"]
-            tasks.append((binary, pid, p, selector, run_algos, sizes, args.timeout, tmp))
+            algos = algos + ["hierarchical"]
+        algos = algos + ["auto"]
+        selectors = {} if args.no_selectors else dict(g["selectors"])
+        if only_algos is not None:
+            algos = [a for a in algos if a in only_algos]
+        # The driver runs selectors only at --selector-sizes: one set for all three here.
+        sel_sizes = sorted(set().union(*selectors.values())) if selectors else []
+        if args.quick:
+            sel_sizes = sizes
+        run_algos = algos + [f"smpi:{sel}" for sel in selectors]
+        if run_algos:
+            # agx algorithms run at `sizes`; a size only the selectors need runs them alone.
+            tasks.append((binary, pid, p, run_algos, sizes, sel_sizes, args.timeout, tmp))
+    if args.append:  # rows of the points about to run are replaced
+        planned = {(t[1], a, str(b)) for t in tasks for a in t[3]
+                   for b in (t[5] if a.startswith("smpi:") else t[4])}
+        rows = [r for r in rows if (r["platform"], r["algo"], r["bytes"]) not in planned]
     def write(done):
         with open(args.output, "w", newline="") as f:
             f.write(f"# agx simulation grid, SimGrid SMPI, {time.strftime('%Y-%m-%d %H:%M')}\n")
             f.write(f"# settings: {' '.join(SETTINGS)}\n")
             f.write(f"# wall time: {time.monotonic() - t_start:.0f} s, "
-                    f"{'complete' if done else 'partial'}, 2 smpirun at once at most\n")
+                    f"{'complete' if done else 'partial'}, {args.jobs} smpirun at once at most\n")
             w = csv.DictWriter(f, fieldnames=COLUMNS)
             w.writeheader()
             w.writerows(rows)
