@@ -10,7 +10,8 @@
 // pair of ranks matches the pieces in schedule order, as in the blocking executor.
 // A forced shared_memory/hierarchical plan runs lib/hier to completion per start.
 // A failed start or test releases the running round (abandon_round) and leaves the
-// plan failed: later starts throw MPI_ERR_REQUEST, the destructor frees the rest.
+// plan failed: later starts throw MPI_ERR_REQUEST, the destructor frees the rest but
+// keeps the communicator allocated (free_comm in core/executor.hpp).
 
 #include "core/nonblocking.hpp"
 
@@ -80,7 +81,7 @@ class Persistent final : public Operation {
       for (MPI_Request& r : round)
         if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
     for (MPI_Datatype& t : types_) MPI_Type_free(&t);
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    free_comm(comm_);  // kept allocated after a failed start (executor.hpp)
     rounds_.clear();
     types_.clear();
   }
@@ -99,6 +100,7 @@ class Persistent final : public Operation {
   // does. A freed send cannot be started again, so the plan is failed from now on.
   void abandon_round() noexcept {
     failed_ = true;
+    mark_abandoned(comm_);
     if (round_ >= rounds_.size() || !round_started_) return;
     auto& round = rounds_[round_];
     for (std::size_t i = 0; i < round.size(); ++i) {
