@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds agx against Open MPI (all suites),
-# against MPICH (unit tests, a small MPI run and the interposer suite) and with the
+# against MPICH (unit tests, a small MPI run, the interposer and faults suites) and with the
 # address and undefined-behaviour sanitizers (unit tests, the MPI matrix at 1-3 ranks,
 # split messages, the soak), runs them, and ends with one line
 # "agx tests: N passed, N failed, N skipped".
@@ -27,7 +27,7 @@ meson test -C build-mpich --print-errorlogs --logbase mpich-core \
   timeout-ring-abort timeout-ring-error timeout-pmpi-ring-error \
   integrity-flip-np3-1_1 integrity-flip-np5-3_1 || status=1
 logs+=(build-mpich/meson-logs/mpich-core.json)
-meson test -C build-mpich --print-errorlogs --logbase mpich-pmpi --suite pmpi || status=1
+meson test -C build-mpich --print-errorlogs --logbase mpich-pmpi --suite pmpi --suite faults || status=1
 logs+=(build-mpich/meson-logs/mpich-pmpi.json)
 
 # The sanitizer build: only libagx and the programs of the runs below (-O1; warnings are

@@ -1,5 +1,6 @@
 #include "core/comm_context.hpp"
 
+#include "core/executor.hpp"
 #include "core/mpi_check.hpp"
 #include "core/planner.hpp"
 #include "core/select.hpp"
@@ -79,7 +80,7 @@ CommContext::CommContext(MPI_Comm user_comm) {
 
 CommContext::~CommContext() {
   hier_.reset();  // frees communicators derived from comm_ and unmaps shared memory
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  free_comm(comm_);  // kept allocated after an abandoned round (core/executor.hpp)
 }
 
 const Schedule& CommContext::schedule(Algorithm a) {

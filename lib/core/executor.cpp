@@ -4,9 +4,37 @@
 #include "hier/wait.hpp"
 
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 
 namespace agx {
+namespace {
+
+std::mutex abandoned_mutex;
+std::set<MPI_Comm> abandoned;  // communicators with an abandoned round (free_comm)
+
+}  // namespace
+
+void mark_abandoned(MPI_Comm comm) noexcept {
+  try {
+    std::lock_guard lock(abandoned_mutex);
+    abandoned.insert(comm);
+  } catch (...) {  // out of memory: the communicator is freed as usual
+  }
+}
+
+void free_comm(MPI_Comm& comm) noexcept {
+  if (comm == MPI_COMM_NULL) return;
+  {
+    std::lock_guard lock(abandoned_mutex);
+    if (abandoned.erase(comm) > 0) {
+      comm = MPI_COMM_NULL;  // kept allocated on purpose until MPI_Finalize
+      return;
+    }
+  }
+  MPI_Comm_free(&comm);
+}
 
 Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout,
                      MPI_Comm comm, int tag, std::size_t max_message_bytes, const Checks& checks)
@@ -30,8 +58,10 @@ Execution::~Execution() { abandon(); }
 // after a second); sends are freed, so that MPI completes them in the background (MPI
 // libraries need not cancel sends, and Open MPI does not). The datatypes of the round
 // are freed. Nothing is left that could write into the caller's memory once the
-// exception reaches them. Never throws.
+// exception reaches them. A peer's message of this round may still arrive: the
+// communicator is marked so that it is never freed (free_comm). Never throws.
 void Execution::abandon() noexcept {
+  if (started_ && round_ < schedule_.rounds.size()) mark_abandoned(comm_);
   round_ = schedule_.rounds.size();  // nothing more is posted
   if (requests_.empty() && types_.empty()) return;
   int finalized = 0;
@@ -51,6 +81,7 @@ void Execution::start() {
   round_ = 0;
   if (round_checks_) round_checks_->start();
   if (timeout_ > 0) clock_.emplace(timeout_);
+  started_ = true;
   try {
     if (!schedule_.rounds.empty()) post_round();
   } catch (...) {

@@ -79,6 +79,7 @@ class Execution {
   int tag_;
   std::size_t max_message_bytes_;
   std::size_t round_ = 0;
+  bool started_ = false;
   std::vector<MPI_Request> requests_;  // the round's receives first, then its sends
   std::size_t receives_ = 0;           // how many of requests_ are receives
   std::vector<MPI_Datatype> types_;
@@ -92,6 +93,15 @@ class Execution {
   std::vector<int> done_indices_;
   std::size_t open_ = 0;  // requests of the round not yet complete
 };
+
+/// Frees a communicator agx made, unless a round was abandoned on it (an Execution
+/// that failed, or a plan's failed start: mark_abandoned). A message of that round may
+/// still arrive on it, so it stays allocated and MPI never gives its context to a new
+/// communicator, whose receives could otherwise match that message (MPICH reuses the
+/// context of a freed communicator at once, with such a message still queued).
+/// Sets `comm` to MPI_COMM_NULL either way.
+void free_comm(MPI_Comm& comm) noexcept;
+void mark_abandoned(MPI_Comm comm) noexcept;
 
 /// Runs `schedule` to completion (blocking).
 void execute(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,

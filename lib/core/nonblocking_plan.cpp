@@ -12,7 +12,8 @@
 // AGX_INTEGRITY adds one persistent checksum message after each transfer's data pieces,
 // AGX_TIMEOUT polls a round with MPI_Testsome, as in the executor (docs/reliability.md).
 // A failed start or test releases the running round (abandon_round) and leaves the
-// plan failed: later starts throw MPI_ERR_REQUEST, the destructor frees the rest.
+// plan failed: later starts throw MPI_ERR_REQUEST, the destructor frees the rest but
+// keeps the communicator allocated (free_comm in core/executor.hpp).
 
 #include "core/nonblocking.hpp"
 
@@ -104,7 +105,7 @@ class Persistent final : public Operation {
       for (MPI_Request& r : round)
         if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
     for (MPI_Datatype& t : types_) MPI_Type_free(&t);
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    free_comm(comm_);  // kept allocated after a failed start (executor.hpp)
     rounds_.clear();
     types_.clear();
   }
@@ -128,6 +129,7 @@ class Persistent final : public Operation {
   void abandon_round() noexcept {
     if (round_ >= rounds_.size()) return;  // all rounds complete (a corrupted block found)
     failed_ = true;
+    mark_abandoned(comm_);
     if (!round_started_) return;
     auto& round = rounds_[round_];
     std::vector<bool> sends(round.size());

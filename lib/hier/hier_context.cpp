@@ -3,6 +3,7 @@
 
 #include "hier/hier_context.hpp"
 
+#include "core/executor.hpp"
 #include "core/mpi_check.hpp"
 #include "core/planner.hpp"
 #include "hier/settings.hpp"
@@ -107,7 +108,7 @@ HierContext::HierContext(MPI_Comm c) : topo(discover_topology(c)), comm(c) {
 HierContext::~HierContext() {
   data_.reset();
   header_.reset();
-  if (leader_comm != MPI_COMM_NULL) MPI_Comm_free(&leader_comm);
+  free_comm(leader_comm);  // kept allocated after an abandoned round (core/executor.hpp)
   if (topo.node_comm != MPI_COMM_NULL) MPI_Comm_free(&topo.node_comm);
 }
 
