@@ -1,15 +1,28 @@
 #include "core/cost_model.hpp"
 
+#include <agx/error.hpp>
+
 #include <algorithm>
 #include <array>
 #include <limits>
 #include <set>
+#include <string>
 #include <unordered_map>
 
 namespace agx {
 
 int Placement::nodes() const {
   return static_cast<int>(std::set<int>(node_of_.begin(), node_of_.end()).size());
+}
+
+Placement Placement::with_groups(std::vector<int> group_of_node) const {
+  Placement p = *this;
+  p.group_of_node_ = std::move(group_of_node);
+  for (int node : node_of_)
+    if (node < 0 || node >= static_cast<int>(p.group_of_node_.size()))
+      throw Error(MPI_ERR_ARG, "agx: Placement::with_groups: node " + std::to_string(node) +
+                                   " has no group");
+  return p;
 }
 
 std::vector<int> sampled_ranks(int n) {
@@ -43,7 +56,14 @@ std::size_t transfer_bytes(const Transfer& t, const Layout& layout) {
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
                        const CostParams& params, bool in_place) {
   const int n = layout.nranks();
-  const std::vector<int> ranks = sampled_ranks(n);
+  const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0;
+  std::vector<int> ranks = sampled_ranks(n);
+  if (groups && static_cast<int>(ranks.size()) < n) {
+    std::set<int> s(ranks.begin(), ranks.end());
+    for (int r = 0; r < n; ++r)
+      if (placement.group_of(r) == placement.group_of(0)) s.insert(r);
+    ranks.assign(s.begin(), s.end());
+  }
   std::vector<Schedule> plans;
   plans.reserve(ranks.size());
   std::size_t nrounds = 0;
@@ -56,14 +76,19 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
   for (std::size_t k = 0; k < nrounds; ++k) {
     // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks).
     std::unordered_map<int, std::size_t> nic_bytes;
+    // Bytes from group a to group b this round (key a·n + b), when groups are modelled.
+    std::unordered_map<long long, std::size_t> group_bytes;
     std::vector<std::array<Load, 2>> loads(plans.size());
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (k >= plans[i].rounds.size()) continue;
       const int r = ranks[i];
       for (const Transfer& t : plans[i].rounds[k].sends) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        const std::size_t bytes = transfer_bytes(t, layout);
         ++l.msgs_out;
-        l.bytes_out += transfer_bytes(t, layout);
+        l.bytes_out += bytes;
+        if (groups && placement.group_of(r) != placement.group_of(t.peer))
+          group_bytes[static_cast<long long>(placement.group_of(r)) * n + placement.group_of(t.peer)] += bytes;
       }
       for (const Transfer& t : plans[i].rounds[k].recvs) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
@@ -90,6 +115,9 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
                                             static_cast<double>(layout.bytes(ranks[i])));
       round_time = std::max(round_time, rank_time);
     }
+    for (const auto& [pair, bytes] : group_bytes)
+      round_time = std::max(round_time, params.network.alpha_s + params.group_link_s_per_byte *
+                                                                     static_cast<double>(bytes));
     total += round_time;
   }
   if (nrounds == 0 && !in_place) {
@@ -127,7 +155,13 @@ double predict_hierarchical(const Layout& layout, const Placement& placement,
   if (nodes > 1) {
     std::vector<int> leaders(static_cast<std::size_t>(nodes));
     for (int j = 0; j < nodes; ++j) leaders[static_cast<std::size_t>(j)] = j;
-    const Placement between(leaders);
+    Placement between(leaders);
+    if (placement.has_groups()) {
+      std::vector<int> group_of_leader(static_cast<std::size_t>(nodes));
+      for (int r = 0; r < layout.nranks(); ++r)
+        group_of_leader[static_cast<std::size_t>(index_of.at(placement.node_of(r)))] = placement.group_of(r);
+      between = between.with_groups(std::move(group_of_leader));
+    }
     const Layout aggregates = Layout::varying(agg, offsets);
     inter = std::numeric_limits<double>::infinity();
     for (const Planner* p : all_planners())

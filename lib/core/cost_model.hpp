@@ -11,6 +11,13 @@
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
 // γ: the local copy of the own block (out of place).
+//
+// Groups (optional): nodes may be placed in groups joined by one link per pair of groups,
+// as a dragonfly's groups are by their global links. Then, per round, the bytes that all
+// ranks of group a send to group b share that link:
+//          round ≥ α_network + β_group · max over (a, b) of bytes(a → b)
+// Off unless the caller knows the groups (Placement::with_groups and β_group > 0);
+// libagx does not detect them, the simulator passes its platform's.
 
 #include <agx/bytes.hpp>
 
@@ -36,6 +43,8 @@ struct CostParams {
   double copy_s_per_byte = 1.0 / 14.0e9;
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
   double node_sync_s = 0.2e-6;
+  /// Per byte on the one link between two groups of nodes; 0: no group level.
+  double group_link_s_per_byte = 0;
 };
 
 /// Which node each rank is on; messages between nodes cross the network.
@@ -43,18 +52,31 @@ class Placement {
  public:
   static Placement single_node(int nranks) { return Placement(std::vector<int>(nranks, 0)); }
   explicit Placement(std::vector<int> node_of) : node_of_(std::move(node_of)) {}
+  /// The same placement with nodes in groups: group_of_node[j] is node j's group.
+  Placement with_groups(std::vector<int> group_of_node) const;
   int nranks() const { return static_cast<int>(node_of_.size()); }
   int node_of(int rank) const { return node_of_[static_cast<std::size_t>(rank)]; }
   Level level(int a, int b) const { return node_of(a) == node_of(b) ? Level::node : Level::network; }
   int nodes() const;
+  bool has_groups() const { return !group_of_node_.empty(); }
+  /// The group of a rank's node (0 without groups).
+  int group_of(int rank) const {
+    return has_groups() ? group_of_node_[static_cast<std::size_t>(node_of(rank))] : 0;
+  }
+  /// The group of a node; nodes are numbered as node_of numbers them.
+  int group_of_node(int node) const {
+    return has_groups() ? group_of_node_[static_cast<std::size_t>(node)] : 0;
+  }
 
  private:
   std::vector<int> node_of_;
+  std::vector<int> group_of_node_;  // empty: no groups
 };
 
 /// Predicted seconds of `planner` for this call. Exact over all ranks up to 256 ranks;
 /// beyond, over a fixed sample of ranks (the first, last, middle, and the ranks where
-/// folding algorithms change role), the same on every rank.
+/// folding algorithms change role), the same on every rank; with groups, the sample also
+/// holds every rank of rank 0's group, so that group's outgoing links are counted exactly.
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
                        const CostParams& params, bool in_place = false);
 

@@ -2,7 +2,8 @@
 # The SMPI check: builds agx-sim with smpicxx (tools/sim/build.sh) and runs every agx
 # algorithm, the point-to-point hierarchical form, auto and SMPI's MPI_Allgather on a
 # tiny simulated cluster (4 nodes x 4 ranks, and 12 ranks for the folding paths), two
-# sizes, every result checked inside the driver (--check). Skips (77) without smpicxx.
+# sizes, every result checked inside the driver (--check); the 16-rank run also places the
+# nodes in groups of 2 for the cost model. Skips (77) without smpicxx.
 #
 #   test/sim/run-sim-test.sh BUILD_DIR
 set -euo pipefail
@@ -26,10 +27,12 @@ XML
 for h in 0 1 2 3; do printf 'node-%s\n' "$h" "$h" "$h" "$h"; done > "$work/hosts"
 algos="direct,ring,neighbor_exchange,recursive_doubling,bruck,distance_halving,hierarchical,auto,mpi"
 for np in 16 12; do
+  groups=()  # 16 ranks: also the cost model's group term (2 nodes per group) for auto
+  [ "$np" -eq 16 ] && groups=(--groups 2,2e-11)
   smpirun -platform "$work/platform.xml" -hostfile "$work/hosts" -np "$np" \
     --cfg=smpi/simulate-computation:no --cfg=smpi/os:0:0.5e-6:0 --cfg=smpi/or:0:0.5e-6:0 \
     --log=root.thres:warning \
-    "$binary" --ppn 4 --sizes 7,65541 --algos "$algos" --check --label "tiny-$np" \
+    "$binary" --ppn 4 --sizes 7,65541 --algos "$algos" --check --label "tiny-$np" "${groups[@]}" \
     > "$work/out.txt" 2> "$work/err.txt" || { cat "$work/out.txt" "$work/err.txt"; exit 1; }
   cat "$work/out.txt"
   ok=$(grep -c ',ok$' "$work/out.txt" || true)

@@ -70,6 +70,64 @@ TEST_CASE("large N uses a rank sample and stays finite", "[cost]") {
 
 #include <agx/error.hpp>
 
+// Recursive doubling on `groups` groups of `per_group` nodes (one rank each): rounds with
+// distance < per_group stay inside a group; in the others every rank of a group sends
+// 2^k·M to the same other group, over that pair's one link.
+double rd_with_groups(const CostParams& c, int per_group, int groups, std::size_t m) {
+  double want = 0;
+  for (int dist = 1; dist < per_group * groups; dist *= 2) {
+    const double own = c.network.alpha_s + c.network.beta_s_per_byte * double(dist * m);
+    const double link = c.network.alpha_s + c.group_link_s_per_byte * double(per_group) * double(dist * m);
+    want += dist < per_group ? own : std::max(own, link);
+  }
+  return want;
+}
+
+Placement grouped(int nodes, int per_group) {
+  std::vector<int> group_of_node;
+  for (int j = 0; j < nodes; ++j) group_of_node.push_back(j / per_group);
+  return blocks_of(nodes, 1).with_groups(group_of_node);
+}
+
+TEST_CASE("groups: the bytes of a whole group share the one link to another group", "[cost]") {
+  CostParams c;
+  c.copy_s_per_byte = 0;
+  c.group_link_s_per_byte = c.network.beta_s_per_byte;
+  const std::size_t m = 64 * 1024;
+  for (auto [per_group, groups] : {std::pair{16, 4}, std::pair{128, 4}}) {  // 64 and 512 ranks
+    const int n = per_group * groups;
+    const Layout layout = Layout::uniform(n, m);
+    const Placement flat = blocks_of(n, 1), g = grouped(n, per_group);
+    CAPTURE(n);
+    // Exact at 64 ranks; at 512 the sample holds all of group 0, so still exact.
+    CHECK(predict_seconds(recursive_doubling_planner(), layout, g, c) ==
+          Approx(rd_with_groups(c, per_group, groups, m)));
+    // The ring crosses each group boundary with one message per round: no change.
+    if (n <= 256)
+      CHECK(predict_seconds(ring_planner(), layout, g, c) ==
+            Approx(predict_seconds(ring_planner(), layout, flat, c)));
+    // Without β_group the groups change nothing.
+    CostParams off = c;
+    off.group_link_s_per_byte = 0;
+    CHECK(predict_seconds(recursive_doubling_planner(), layout, g, off) ==
+          Approx(predict_seconds(recursive_doubling_planner(), layout, flat, off)));
+  }
+  // The choice flips at 64 ranks, 64 KiB: recursive doubling ahead without groups, ring
+  // ahead with them (as simulated on the dragonfly, docs/scale.md).
+  const Layout layout = Layout::uniform(64, m);
+  CHECK(predict_seconds(recursive_doubling_planner(), layout, blocks_of(64, 1), c) <
+        predict_seconds(ring_planner(), layout, blocks_of(64, 1), c));
+  CHECK(predict_seconds(ring_planner(), layout, grouped(64, 16), c) <
+        predict_seconds(recursive_doubling_planner(), layout, grouped(64, 16), c));
+  // Hierarchical: the leaders keep their node's group.
+  CHECK(predict_hierarchical(layout, grouped(64, 16), c, false) >
+        predict_hierarchical(layout, blocks_of(64, 1), c, false));
+}
+
+TEST_CASE("groups: a node without a group is refused", "[cost]") {
+  CHECK_THROWS_AS(blocks_of(4, 1).with_groups({0, 0, 1}), Error);
+}
+
 TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   Tuning t;
   t.header = {"machine host1 AMD EPYC", "command agx-tune"};

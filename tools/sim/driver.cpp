@@ -3,6 +3,7 @@
 //   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi,smpi:mpich
 //                       [--selector-sizes 8]
 //                       --cost 5e-7,2.2e-12,5e-7,2.7e-6,2e-11,5e-7 [--check] [--label fat-tree]
+//                       [--groups 16,2e-11]
 //
 // For every algorithm and size (bytes per rank) it plans the schedule with the planner
 // registry (lib/core/planner.cpp), runs it once with agx::execute on MPI_COMM_WORLD and
@@ -12,7 +13,9 @@
 // Names: every concrete planner; `hierarchical` = the point-to-point form of agx's
 // hierarchical algorithm (hier_p2p.hpp; lib/hier's shared memory is not simulated);
 // `auto` = argmin of the cost model over all of those, with the --cost parameters
-// (α, β, per-message overhead for the node level, then the network level);
+// (α, β, per-message overhead for the node level, then the network level, and with
+// --groups H,β the group term: nodes in groups of H consecutive nodes, β per byte on the one
+// link between two groups, as on the dragonfly platforms);
 // `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>;
 // `smpi:ompi`, `smpi:mpich`, `smpi:mvapich2` = that SMPI selector, called directly.
 // Ranks are placed node by node, --ppn per node (the hostfile must list them so).
@@ -91,6 +94,7 @@ struct Args {
   std::vector<std::string> algos;
   std::vector<std::size_t> selector_sizes;  // sizes at which `smpi:*` run (empty: all)
   CostParams cost;
+  int group_nodes = 0;  // nodes per group (0: no groups)
   bool check = false;
   std::string label = "sim";
 };
@@ -127,22 +131,32 @@ bool parse(int argc, char** argv, Args& a) {
       for (int k = 0; k < 6; ++k) x[k] = std::strtod(v[static_cast<std::size_t>(k)].c_str(), nullptr);
       a.cost.node = {x[0], x[1], x[2]};
       a.cost.network = {x[3], x[4], x[5]};
+    } else if (key == "--groups") {
+      const std::vector<std::string> v = split(value);
+      if (v.size() != 2) return false;
+      a.group_nodes = std::atoi(v[0].c_str());
+      a.cost.group_link_s_per_byte = std::strtod(v[1].c_str(), nullptr);
     } else return false;
   }
   return a.ppn >= 1 && !a.sizes.empty() && !a.algos.empty();
 }
 
-Placement placement_of(int n, int ppn) {
+// Ranks node by node, ppn per node; nodes in groups of `group_nodes` consecutive nodes.
+Placement placement_of(int n, int ppn, int group_nodes) {
   std::vector<int> node(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) node[static_cast<std::size_t>(r)] = r / ppn;
-  return Placement(node);
+  const Placement p(node);
+  if (group_nodes <= 0) return p;
+  std::vector<int> group(static_cast<std::size_t>((n + ppn - 1) / ppn));
+  for (std::size_t j = 0; j < group.size(); ++j) group[j] = static_cast<int>(j) / group_nodes;
+  return p.with_groups(std::move(group));
 }
 
 // The hierarchical planner for this size: leaders use the cheapest planner on aggregates.
 // Rank 0 decides (the cost model plans every planner over up to 256 leaders, which on
 // every simulated rank cost seconds of wall time per size) and all ranks follow.
-std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int rank, int ppn, std::size_t bytes,
-                                              const CostParams& cost) {
+std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int rank, int ppn, int group_nodes,
+                                              std::size_t bytes, const CostParams& cost) {
   const auto planners = all_planners();
   int choice = 0;
   if (rank == 0) {
@@ -152,7 +166,7 @@ std::unique_ptr<sim::HierP2PPlanner> hier_for(int n, int rank, int ppn, std::siz
       agg[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(std::min(ppn, n - j * ppn));
       off[static_cast<std::size_t>(j)] = bytes * static_cast<std::size_t>(j * ppn);
     }
-    const Placement leaders = placement_of(nodes, 1);
+    const Placement leaders = placement_of(nodes, 1, group_nodes);
     const Layout aggregates = Layout::varying(agg, off);
     double best_s = std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < planners.size(); ++k) {
@@ -211,7 +225,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  const Placement placement = placement_of(n, a.ppn);
+  const Placement placement = placement_of(n, a.ppn, a.group_nodes);
   const std::size_t max_bytes = *std::max_element(a.sizes.begin(), a.sizes.end());
   const std::size_t total = max_bytes * static_cast<std::size_t>(n);
   unsigned char* send = nullptr;
@@ -241,7 +255,7 @@ int main(int argc, char** argv) {
   if (rank == 0) { std::printf("%s\n", header); std::fflush(stdout); }
   for (const std::size_t bytes : a.sizes) {
     const Layout layout = Layout::uniform(n, bytes);
-    const auto hier = hier_for(n, rank, a.ppn, bytes, a.cost);
+    const auto hier = hier_for(n, rank, a.ppn, a.group_nodes, bytes, a.cost);
     // Simulated times are deterministic: `auto` reuses the run of the planner it picks.
     std::map<const Planner*, double> measured;
     for (const std::string& name : a.algos) {

@@ -12,9 +12,10 @@ A SimGrid host is a node; its --ppn ranks share it. Links (per direction, SPLITD
       (SimGrid's cluster loopback: every flow gets the full rate; no per-GPU port limit)
 Topologies (SimGrid <cluster> tags):
   fat-tree  2 levels, d hosts per leaf switch, d spines (full bisection), d ~ sqrt(hosts)
-  dragonfly the most groups (power of two) SimGrid allows, of chassis x routers (<= 4) x
-            hosts (4, or 2 in small groups); each router owns about one global link, so a
-            group's global bandwidth is 1/4 (1/2) of its hosts' injection bandwidth
+  dragonfly g groups of g routers (one chassis) x hosts per router, g the most groups
+            SimGrid routes; one global link between each pair of groups, so all traffic
+            from group a to group b shares one link (params.json: group_hosts, and the
+            group term of the cost model)
 Per-message CPU overheads (smpi/os, smpi/or) are set by run-grid, 0.5 us each.
 """
 import json
@@ -36,24 +37,23 @@ def fat_tree(hosts):
 
 
 def dragonfly(hosts):
-    # SimGrid attaches the global links of a group to its routers: it crashes unless
-    # global links per pair x (groups - 1) <= routers per group. Take the most groups
-    # (a power of two) that allows, and give every router one global link.
+    # SimGrid 3.32's dragonfly routes a message for group j through router j of the
+    # sender's chassis, then the one blue (global) link between the two groups, so it needs
+    # groups <= routers per chassis (more crashes at start-up). One chassis per group of g
+    # routers, g groups: the most groups (a power of two) with g * g * 2 <= hosts, the rest
+    # hosts per router. One blue link per pair of groups (g - 1 per group).
+    # Route: node, router, green, blue, green, router, node: at most 5 links.
     groups = 2
-    while True:
-        g = groups * 2
-        size = hosts // g
-        per_router = 4 if size >= 16 else 2
-        if size < 2 or size // per_router < g - 1:
-            break
-        groups = g
-    size = hosts // groups
-    per_router = min(4 if size >= 16 else 2, size)
-    routers_total = size // per_router
-    routers = min(4, routers_total)
-    chassis = routers_total // routers
-    glinks = max(1, routers_total // (groups - 1))
-    return "DRAGONFLY", f"{groups},{glinks};{chassis},1;{routers},1;{per_router}", 7
+    while (groups * 2) ** 2 * 2 <= hosts:
+        groups *= 2
+    per_router = hosts // (groups * groups)
+    return "DRAGONFLY", f"{groups},1;1,1;{groups},1;{per_router}", 5
+
+
+def dragonfly_groups(topo_params):
+    """(groups, hosts per group) of a dragonfly's topo_parameters."""
+    g, c, b, p = (int(x.split(",")[0]) for x in topo_params.split(";"))
+    return g, c * b * p
 
 
 def main():
@@ -85,6 +85,10 @@ def main():
                     # agx-sim --cost: node alpha, beta, overhead; network alpha, beta, overhead
                     "cost": [NVLINK_LAT + OS + OR, 1 / NVLINK_BW, OS,
                              hops * LINK_LAT + OS + OR, 1 / bw, OS],
+                    # agx-sim --groups: hosts per group, seconds per byte of the one link
+                    # between two groups (0,0: no group level, the fat tree's full bisection)
+                    "groups": ([dragonfly_groups(topo_params)[1], 1 / bw] if name == "dragonfly"
+                               else [0, 0]),
                 }
     with open(os.path.join(OUT, "params.json"), "w") as f:
         json.dump(params, f, indent=1, sort_keys=True)

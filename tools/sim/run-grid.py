@@ -79,20 +79,26 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, timeout, tmp):
             "-hostfile", hostfile, "-np", str(p["nranks"])] + SETTINGS +
            [f"--cfg=smpi/coll-selector:{COLL_SELECTOR}", binary, "--ppn", str(p["ppn"]),
             "--label", pid, "--cost", ",".join(repr(c) for c in p["cost"]),
+            "--groups", ",".join(repr(g) for g in p["groups"]),
             "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos),
             "--selector-sizes", ",".join(map(str, selector_sizes))])
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group: a timeout ends smpimain too
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        status = "ok" if proc.returncode == 0 else f"rc={proc.returncode}"
-        if proc.returncode != 0:
-            sys.stderr.write(err[-2000:])
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        status = "timeout"
+    # Output goes to build-sim/grid/<platform>.out as it comes (tail -f it to follow a run).
+    out_path = os.path.join(tmp, f"{pid}.out")
+    with open(out_path, "w") as out_file:
+        proc = subprocess.Popen(cmd, stdout=out_file, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)  # own group: a timeout ends smpimain too
+        try:
+            _, err = proc.communicate(timeout=timeout)
+            status = "ok" if proc.returncode == 0 else f"rc={proc.returncode}"
+            if proc.returncode != 0:
+                sys.stderr.write(err[-2000:])
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            status = "timeout"
+    with open(out_path) as f:
+        out = f.read()
     wall = time.monotonic() - t0
     rows, seen = [], set()
     for line in out.splitlines():
