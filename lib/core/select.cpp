@@ -62,6 +62,12 @@ Selector::Selector(CommContext& ctx)
   for (const auto& m : hier::hier_context(ctx).topo.members)
     ranks_per_node_ = std::max(ranks_per_node_, static_cast<int>(m.size()));
   if (tuning_.source == "built-in defaults") tuning_.params = CostParams{};
+  if (tuning_.group_nodes > 0) {  // the tuning file's groups of consecutive nodes
+    std::vector<int> group_of_node(static_cast<std::size_t>(placement_.nodes()));
+    for (std::size_t j = 0; j < group_of_node.size(); ++j)
+      group_of_node[j] = static_cast<int>(j) / tuning_.group_nodes;
+    placement_ = placement_.with_groups(std::move(group_of_node));
+  }
 }
 
 Algorithm Selector::measured(const Layout& layout) const {
@@ -139,10 +145,15 @@ std::string describe_selection(MPI_Comm comm, const std::vector<std::size_t>& si
   std::snprintf(line, sizeof line,
                 "  node:    alpha %.2f us, overhead %.2f us/msg, %.2f GB/s\n"
                 "  network: alpha %.2f us, overhead %.2f us/msg, %.2f GB/s\n"
-                "  copy %.2f GB/s, node sync %.2f us, measured winners: %zu\n",
+                "  copy %.2f GB/s, node sync %.2f us, measured winners: %zu\n"
+                "  groups: %s\n",
                 p.node.alpha_s * 1e6, p.node.overhead_s * 1e6, 1e-9 / p.node.beta_s_per_byte,
                 p.network.alpha_s * 1e6, p.network.overhead_s * 1e6, 1e-9 / p.network.beta_s_per_byte,
-                1e-9 / p.copy_s_per_byte, p.node_sync_s * 1e6, sel.tuning().best.size());
+                1e-9 / p.copy_s_per_byte, p.node_sync_s * 1e6, sel.tuning().best.size(),
+                sel.tuning().group_nodes > 0 && p.group_link_s_per_byte > 0
+                    ? (std::to_string(sel.tuning().group_nodes) + " nodes each, " +
+                       std::to_string(1e-9 / p.group_link_s_per_byte) + " GB/s between two groups").c_str()
+                    : "none");
   os << line;
   os << "placement: " << ctx.size() << " ranks on " << sel.placement().nodes() << " node(s), up to "
      << sel.ranks_per_node() << " per node\n";

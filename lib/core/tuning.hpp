@@ -24,6 +24,9 @@ struct MeasuredBest {
 
 struct Tuning {
   CostParams params;                ///< built-in defaults unless the file sets them
+  /// Nodes per group for the cost model's group term (0: none): nodes, numbered as the
+  /// placement numbers them, are grouped K at a time; needs params.group_link_s_per_byte.
+  int group_nodes = 0;
   std::vector<MeasuredBest> best;   ///< sorted by (ranks, ranks_per_node, max_bytes)
   std::string source = "built-in defaults";
   std::vector<std::string> header;  ///< machine, mpi, date, command lines of the file

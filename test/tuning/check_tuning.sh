@@ -34,4 +34,27 @@ if AGX_TUNING_FILE="$scratch/bad.txt" run -np 2 "$tools/agx-info" --sizes 8:8 > 
   echo "a malformed tuning file was accepted"; exit 1
 fi
 grep -q 'line 2' "$scratch/bad.out" || { echo "error does not name the line"; cat "$scratch/bad.out"; exit 1; }
+
+# 4. Groups of nodes (group.nodes, group.beta_s_per_byte): 8 virtual nodes of one rank in
+# groups of 4 joined by a thin link. Recursive doubling's last round sends the whole
+# group's bytes over that link, so its prediction must rise by far more than the ring's
+# (one message per round crosses a group boundary), and auto must leave direct (every rank
+# sends to every other group: 16 messages share each link).
+printf 'agx-tuning 1\n' > "$scratch/flat.txt"
+printf 'agx-tuning 1\ngroup.nodes 4\ngroup.beta_s_per_byte 1e-9\n' > "$scratch/groups.txt"
+flat=$(AGX_VIRTUAL_NODE_SIZE=1 AGX_TUNING_FILE="$scratch/flat.txt" run -np 8 "$tools/agx-info" --sizes 65536:65536)
+grouped=$(AGX_VIRTUAL_NODE_SIZE=1 AGX_TUNING_FILE="$scratch/groups.txt" run -np 8 "$tools/agx-info" --sizes 65536:65536)
+echo "$grouped" | grep -q 'groups: 4 nodes each, 1.000000 GB/s between two groups' \
+  || { echo "agx-info does not show the groups"; echo "$grouped"; exit 1; }
+echo "$flat" | grep -q 'groups: none' || { echo "groups without group.nodes"; echo "$flat"; exit 1; }
+us() { echo "$1" | grep -E '^ +65536 B' | grep -oE "\*?$2 [0-9.]+" | awk '{print $2}'; }
+awk -v f="$(us "$flat" recursive_doubling)" -v g="$(us "$grouped" recursive_doubling)" \
+  'BEGIN { exit !(f > 0 && g > 2 * f) }' || { echo "groups did not raise recursive doubling"; echo "$flat"; echo "$grouped"; exit 1; }
+awk -v rf="$(us "$flat" ring)" -v rg="$(us "$grouped" ring)" -v df="$(us "$flat" recursive_doubling)" \
+  -v dg="$(us "$grouped" recursive_doubling)" 'BEGIN { exit !(rf > 0 && dg / df > 2 * (rg / rf)) }' \
+  || { echo "groups raised the ring as much as recursive doubling"; echo "$flat"; echo "$grouped"; exit 1; }
+echo "$flat" | grep -E '^ +65536 B' | grep -q '\*direct' || { echo "flat: auto should pick direct"; echo "$flat"; exit 1; }
+if echo "$grouped" | grep -E '^ +65536 B' | grep -q '\*direct'; then
+  echo "groups: auto still picks direct"; echo "$grouped"; exit 1
+fi
 echo "tuning checks passed"

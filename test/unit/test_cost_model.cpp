@@ -134,7 +134,12 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   t.params.node.alpha_s = 2.5e-6;
   t.params.network.beta_s_per_byte = 1e-10;
   t.best = {{4, 4, 64, Algorithm::shared_memory}, {4, 4, 1 << 20, Algorithm::ring}};
+  t.group_nodes = 16;
+  t.params.group_link_s_per_byte = 2e-11;
   const Tuning back = parse_tuning(format_tuning(t), "test");
+  CHECK(back.group_nodes == 16);
+  CHECK(back.params.group_link_s_per_byte == Approx(2e-11));
+  CHECK(parse_tuning("agx-tuning 1\n", "t").group_nodes == 0);  // no groups unless given
   CHECK(back.params.node.alpha_s == Approx(2.5e-6));
   CHECK(back.params.network.beta_s_per_byte == Approx(1e-10));
   CHECK(back.header == t.header);
@@ -147,4 +152,6 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 warp_drive\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("node.alpha_s 1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 2\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ngroup.nodes 2.5\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ngroup.nodes 0\n", "t"), Error);
 }
