@@ -3,7 +3,7 @@
 //   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi,smpi:mpich
 //                       [--selector-sizes 8]
 //                       --cost 5e-7,2.2e-12,5e-7,2.7e-6,2e-11,5e-7 [--check] [--label fat-tree]
-//                       [--groups 16,2e-11] [--at direct:8/256]
+//                       [--groups 16,2e-11] [--at direct:8/256] [--unsimulated direct]
 //
 // For every algorithm and size (bytes per rank) it plans the schedule with the planner
 // registry (lib/core/planner.cpp), runs it once with agx::execute on MPI_COMM_WORLD and
@@ -19,7 +19,9 @@
 // `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>;
 // `smpi:ompi`, `smpi:mpich`, `smpi:mvapich2` = that SMPI selector, called directly.
 // --at NAME:S1/S2/...: NAME runs only at those sizes (repeatable; for algorithms too costly
-// to simulate at every size).
+// to simulate at every size). --unsimulated A,B: when `auto` picks one of these, its row
+// names the pick and the prediction but is not simulated (sim_s nan, check `unsimulated`):
+// direct at 1024 ranks puts 10^6 messages in flight at once, for many minutes of wall time.
 // Ranks are placed node by node, --ppn per node (the hostfile must list them so).
 // --check: real buffers with a pattern, every result verified, every schedule validated
 // symbolically first; without it buffers come from SMPI_SHARED_MALLOC (one pair for all
@@ -96,6 +98,7 @@ struct Args {
   std::vector<std::string> algos;
   std::vector<std::size_t> selector_sizes;  // sizes at which `smpi:*` run (empty: all)
   std::map<std::string, std::vector<std::size_t>> only_at;  // --at: algorithm -> its sizes
+  std::vector<std::string> unsimulated;                     // auto's picks not simulated
   CostParams cost;
   int group_nodes = 0;  // nodes per group (0: no groups)
   bool check = false;
@@ -122,6 +125,7 @@ bool parse(int argc, char** argv, Args& a) {
     if (key == "--ppn") a.ppn = std::atoi(value.c_str());
     else if (key == "--label") a.label = value;
     else if (key == "--algos") a.algos = split(value);
+    else if (key == "--unsimulated") a.unsimulated = split(value);
     else if (key == "--at") {
       const std::size_t colon = value.find(':');
       if (colon == std::string::npos) return false;
@@ -294,6 +298,16 @@ int main(int argc, char** argv) {
         MPI_Bcast(&choice, 1, MPI_INT, 0, MPI_COMM_WORLD);
         const auto planners = all_planners();
         planner = choice < static_cast<int>(planners.size()) ? planners[static_cast<std::size_t>(choice)] : hier.get();
+        const std::string picked(to_string(planner->id()));
+        if (planner != hier.get() && measured.count(planner) == 0 &&
+            std::find(a.unsimulated.begin(), a.unsimulated.end(), picked) != a.unsimulated.end()) {
+          if (rank == 0) {
+            std::printf("AGXSIM,%s,%d,%d,auto,%s,%zu,nan,%.9g,0,unsimulated\n", a.label.c_str(), n,
+                        a.ppn, picked.c_str(), bytes, pred);
+            std::fflush(stdout);
+          }
+          continue;
+        }
       } else if (mpi_allgather_for(name) == nullptr) {
         const auto id = parse_algorithm(name);
         if (!id || *id == Algorithm::automatic) {

@@ -40,21 +40,26 @@ def summary(rows):
     """Markdown table: one line per (platform, size)."""
     points = defaultdict(dict)
     for r in rows:
-        if r["status"] == "ok" and r["sim_s"] and r["sim_s"] != "nan":
+        ok = r["status"] == "ok" and r["sim_s"] and r["sim_s"] != "nan"
+        if ok or (r["status"] == "unsimulated" and r["algo"] == "auto"):
             points[(r["platform"], int(r["nranks"]), int(r["ppn"]), int(r["bytes"]))][r["algo"]] = r
     out = ["| platform | N | ppn | size | best agx (µs) | best SMPI selector (µs) | agx/SMPI | auto picks | auto/best agx | pred/sim of auto |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for key in sorted(points, key=lambda k: (k[1], k[0], k[3])):
         algos = points[key]
         agx = {a: float(r["sim_s"]) for a, r in algos.items() if not a.startswith("smpi:") and a != "auto"}
+        auto = algos.get("auto")
+        if auto and auto["status"] == "ok" and "/" not in auto["ran"] and auto["ran"] not in agx:
+            agx[auto["ran"]] = float(auto["sim_s"])  # a planner the grid runs only through auto
         smpi = {a: float(r["sim_s"]) for a, r in algos.items() if a.startswith("smpi:")}
         if not agx:
             continue
         best = min(agx, key=agx.get)
         sbest = min(smpi, key=smpi.get) if smpi else None
-        auto = algos.get("auto")
         auto_txt = ratio = err = "—"
-        if auto:
+        if auto and auto["status"] == "unsimulated":
+            auto_txt = f"{auto['ran']} (not simulated)"
+        elif auto:
             auto_txt = auto["ran"]
             ratio = f"{float(auto['sim_s']) / agx[best]:.2f}"
             err = f"{float(auto['pred_s']) / float(auto['sim_s']):.2f}"

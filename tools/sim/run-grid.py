@@ -53,18 +53,18 @@ ALL_SIZES = [8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB]
 # point, and far from the best there); sizes per SMPI selector (at 4096 ranks only 8 B:
 # beyond ~50 KB in all, every selector switches to ring or neighbor exchange, N-1 or N/2
 # rounds, 8·10^6..1.6·10^7 messages per point); platforms run (None: all); only_at: an
-# algorithm run only at these sizes (direct at 256 ranks: 65,280 messages in flight at
-# once, 34 s of wall time at 8 B, 13 s at 16 MiB, but over 6 minutes at 256 B, whose
-# transfers last about a nanosecond, SimGrid's precision). SMPI's selectors crash
-# (segmentation fault) at 256 ranks x 16 MiB (4 GiB received; 8 MiB runs): left out.
+# algorithm run only at these sizes. `direct` is left out from 256 ranks: 65,280 messages
+# in flight at once took 34 s of wall time at 8 B on the fat tree, over 6 minutes at 256 B
+# (transfers of about a nanosecond, SimGrid's precision) and over 5 minutes at 8 B on the
+# dragonfly (auto still runs it where it picks it). SMPI's selectors crash (segmentation
+# fault) at 256 ranks x 16 MiB (4 GiB received; 8 MiB runs): left out there.
 GRID = {
     64: dict(sizes=ALL_SIZES, algos=AGX, selectors={s: ALL_SIZES for s in SELECTORS}),
-    256: dict(sizes=ALL_SIZES, algos=AGX, selectors={s: ALL_SIZES[:-1] for s in SELECTORS},
-              only_at={"direct": [8, 16 * MiB]}),
-    1024: dict(sizes=[8, 4 * KiB, 256 * KiB, 16 * MiB], algos=LOG_DEPTH,
-               selectors={s: [8, 4 * KiB] for s in SELECTORS}),
+    256: dict(sizes=ALL_SIZES, algos=AGX[1:], selectors={s: ALL_SIZES[:-1] for s in SELECTORS}),
+    1024: dict(sizes=[8, 4 * KiB, 256 * KiB, 16 * MiB], algos=AGX[1:],
+               selectors={s: [8, 4 * KiB, 256 * KiB] for s in SELECTORS}, unsimulated=["direct"]),
     4096: dict(sizes=[8, 4 * KiB, 256 * KiB], algos=LOG_DEPTH,
-               selectors={s: [8] for s in SELECTORS},
+               selectors={s: [8] for s in SELECTORS}, unsimulated=["direct"],
                platforms={"fattree-4096r-8ppn"}),
 }
 COLUMNS = ["platform", "topology", "nranks", "ppn", "algo", "ran", "bytes",
@@ -75,7 +75,7 @@ def extra_algos(name):
     return [a for a in os.environ.get("AGX_SIM_EXTRA_ALGOS", "").split(",") if a]
 
 
-def run_one(binary, pid, p, algos, sizes, selector_sizes, only_at, timeout, tmp):
+def run_one(binary, pid, p, algos, sizes, selector_sizes, only_at, unsimulated, timeout, tmp):
     hostfile = os.path.join(tmp, f"{pid}.hosts")
     with open(hostfile, "w") as f:
         for h in range(p["hosts"]):
@@ -87,7 +87,8 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, only_at, timeout, tmp)
             "--groups", ",".join(repr(g) for g in p["groups"]),
             "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos),
             "--selector-sizes", ",".join(map(str, selector_sizes))] +
-           [x for a, s in only_at.items() for x in ("--at", f"{a}:{'/'.join(map(str, s))}")])
+           [x for a, s in only_at.items() for x in ("--at", f"{a}:{'/'.join(map(str, s))}")] +
+           (["--unsimulated", ",".join(unsimulated)] if unsimulated else []))
     t0 = time.monotonic()
     # Output goes to build-sim/grid/<platform>.out as it comes (tail -f it to follow a run).
     out_path = os.path.join(tmp, f"{pid}.out")
@@ -114,7 +115,8 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, only_at, timeout, tmp)
         seen.add((f[4], int(f[6])))
         rows.append({"platform": pid, "topology": p["topology"], "nranks": f[2], "ppn": f[3],
                      "algo": f[4], "ran": f[5], "bytes": f[6], "sim_s": f[7], "pred_s": f[8],
-                     "point_wall_s": f[9], "run_wall_s": f"{wall:.1f}", "status": "ok"})
+                     "point_wall_s": f[9], "run_wall_s": f"{wall:.1f}",
+                     "status": "unsimulated" if f[10] == "unsimulated" else "ok"})
     for b in sorted(set(sizes) | set(selector_sizes)):
         for a in algos:
             wanted = b in (selector_sizes if a.startswith("smpi:") else only_at.get(a, sizes))
@@ -181,7 +183,8 @@ def main():
             # agx algorithms run at `sizes`; a size only the selectors need runs them alone.
             only_at = {a: [b for b in s if b in sizes] for a, s in g.get("only_at", {}).items()
                        if a in algos}
-            tasks.append((binary, pid, p, run_algos, sizes, sel_sizes, only_at, args.timeout, tmp))
+            tasks.append((binary, pid, p, run_algos, sizes, sel_sizes, only_at,
+                          g.get("unsimulated", []), args.timeout, tmp))
     if args.append:  # rows of the points about to run are replaced
         planned = {(t[1], a, str(b)) for t in tasks for a in t[3]
                    for b in (t[5] if a.startswith("smpi:") else t[6].get(a, t[4]))}
