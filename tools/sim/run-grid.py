@@ -66,8 +66,8 @@ GRID = {
     1024: dict(sizes=[8, 4 * KiB, 256 * KiB, 16 * MiB], algos=AGX[1:],
                selectors={s: [8, 4 * KiB, 256 * KiB] for s in SELECTORS}, unsimulated=["direct"]),
     4096: dict(sizes=[8, 4 * KiB, 256 * KiB], algos=LOG_DEPTH,
-               selectors={"ompi": [8], "mpich": [8]}, unsimulated=["direct"],
-               platforms={"fattree-4096r-8ppn", "dragonfly-4096r-8ppn"}),
+               selectors={"ompi": [8], "mpich": [8]},
+               unsimulated=["direct", "ring", "neighbor_exchange"]),
 }
 COLUMNS = ["platform", "topology", "nranks", "ppn", "algo", "ran", "bytes",
            "sim_s", "pred_s", "point_wall_s", "run_wall_s", "status"]
@@ -196,7 +196,10 @@ def main():
             f.write(f"# agx simulation grid, SimGrid SMPI, {time.strftime('%Y-%m-%d %H:%M')}\n")
             f.write(f"# settings: {' '.join(SETTINGS)}\n")
             f.write(f"# wall time: {time.monotonic() - t_start:.0f} s, "
-                    f"{'complete' if done else 'partial'}, {args.jobs} smpirun at once at most\n")
+                    f"{'complete' if done else 'partial'}, {args.jobs} smpirun at once at most"
+                    f"{' (--append: of the runs listed below only)' if args.append else ''}\n")
+            if args.append:
+                f.write(f"# runs: {' '.join(t[1] for t in tasks)}\n")
             w = csv.DictWriter(f, fieldnames=COLUMNS)
             w.writeheader()
             w.writerows(rows)
