@@ -100,7 +100,6 @@ struct Args {
   std::vector<std::size_t> selector_sizes;  // sizes at which `smpi:*` run (empty: all)
   std::map<std::string, std::vector<std::size_t>> only_at;  // --at: algorithm -> its sizes
   std::vector<std::string> unsimulated;                     // auto's picks not simulated
-  std::set<std::string> warm_up;                            // MPI all-gathers warmed up
   CostParams cost;
   int group_nodes = 0;  // nodes per group (0: no groups)
   bool check = false;
@@ -310,6 +309,7 @@ int main(int argc, char** argv) {
   }
   int failures = 0;
   if (rank == 0) { std::printf("%s\n", header); std::fflush(stdout); }
+  std::set<std::string> warmed_up;  // MPI all-gathers that had their untimed first call
   for (const std::size_t bytes : a.sizes) {
     const Layout layout = Layout::uniform(n, bytes);
     const auto hier = hier_for(n, rank, a.ppn, a.group_nodes, bytes, a.cost);
@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
       const bool reuse = name == "auto" && !a.check && measured.count(planner) > 0;
       Schedule schedule = planner != nullptr && !reuse ? planner->plan({n, rank}) : Schedule{};
       if (!a.check) schedule = flattened(std::move(schedule));
-      if (planner == nullptr && a.warm_up.insert(name).second) {
+      if (planner == nullptr && warmed_up.insert(name).second) {
         // One untimed call first, all ranks starting together: a selector's one-time set-up
         // (SMPI's SMP-aware communicator for MVAPICH2's algorithms: 2.5 ms simulated at
         // 1024 ranks) belongs to no timed call, as in a benchmark's warm-up.
