@@ -10,6 +10,12 @@
 
 namespace agx_test {
 
+/// A 12-byte element type (three floats), for a size that is neither 1, 4 nor 8.
+struct Vec3 {
+  float x, y, z;
+};
+static_assert(sizeof(Vec3) == 12);
+
 constexpr unsigned char sentinel = 0xA5;
 constexpr std::size_t guard_bytes = 64;
 

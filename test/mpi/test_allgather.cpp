@@ -31,11 +31,6 @@ using namespace agx_test;
 
 namespace {
 
-struct Vec3 {
-  float x, y, z;
-};
-static_assert(sizeof(Vec3) == 12);
-
 int world_rank = 0;
 long passed = 0, failed = 0;
 unsigned salt_counter = 1;

@@ -43,11 +43,6 @@ using namespace agx_test;
 
 namespace {
 
-struct Vec3 {
-  float x, y, z;
-};
-static_assert(sizeof(Vec3) == 12);
-
 int world_rank = 0, world_size = 0;
 long checked = 0, declined = 0, failures = 0;
 unsigned long long seed = 0;
