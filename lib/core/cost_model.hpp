@@ -63,10 +63,6 @@ class Placement {
   int group_of(int rank) const {
     return has_groups() ? group_of_node_[static_cast<std::size_t>(node_of(rank))] : 0;
   }
-  /// The group of a node; nodes are numbered as node_of numbers them.
-  int group_of_node(int node) const {
-    return has_groups() ? group_of_node_[static_cast<std::size_t>(node)] : 0;
-  }
 
  private:
   std::vector<int> node_of_;
