@@ -3,7 +3,7 @@
 //   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi,smpi:mpich
 //                       [--selector-sizes 8]
 //                       --cost 5e-7,2.2e-12,5e-7,2.7e-6,2e-11,5e-7 [--check] [--label fat-tree]
-//                       [--groups 16,2e-11] [--at direct:8/256] [--unsimulated direct]
+//                       [--groups 16,2e-11] [--unsimulated direct]
 //
 // For every algorithm and size (bytes per rank) it plans the schedule with the planner
 // registry (lib/core/planner.cpp), runs it once with agx::execute on MPI_COMM_WORLD and
@@ -18,10 +18,9 @@
 // link between two groups, as on the dragonfly platforms);
 // `mpi` = MPI_Allgather, i.e. the selector chosen with smpirun --cfg=smpi/allgather:<sel>;
 // `smpi:ompi`, `smpi:mpich`, `smpi:mvapich2` = that SMPI selector, called directly.
-// --at NAME:S1/S2/...: NAME runs only at those sizes (repeatable; for algorithms too costly
-// to simulate at every size). --unsimulated A,B: when `auto` picks one of these, its row
-// names the pick and the prediction but is not simulated (sim_s nan, check `unsimulated`):
-// direct at 1024 ranks puts 10^6 messages in flight at once, for many minutes of wall time.
+// --unsimulated A,B: when `auto` picks one of these, its row names the pick and the
+// prediction but is not simulated (sim_s nan, check `unsimulated`): direct at 1024 ranks
+// puts 10^6 messages in flight at once, for many minutes of wall time.
 // Ranks are placed node by node, --ppn per node (the hostfile must list them so).
 // --check: real buffers with a pattern, every result verified, every schedule validated
 // symbolically first; without it buffers come from SMPI_SHARED_MALLOC (one pair for all
@@ -98,7 +97,6 @@ struct Args {
   std::vector<std::size_t> sizes;
   std::vector<std::string> algos;
   std::vector<std::size_t> selector_sizes;  // sizes at which `smpi:*` run (empty: all)
-  std::map<std::string, std::vector<std::size_t>> only_at;  // --at: algorithm -> its sizes
   std::vector<std::string> unsimulated;                     // auto's picks not simulated
   CostParams cost;
   int group_nodes = 0;  // nodes per group (0: no groups)
@@ -127,14 +125,6 @@ bool parse(int argc, char** argv, Args& a) {
     else if (key == "--label") a.label = value;
     else if (key == "--algos") a.algos = split(value);
     else if (key == "--unsimulated") a.unsimulated = split(value);
-    else if (key == "--at") {
-      const std::size_t colon = value.find(':');
-      if (colon == std::string::npos) return false;
-      std::string list = value.substr(colon + 1);
-      std::replace(list.begin(), list.end(), '/', ',');
-      for (const std::string& v : split(list))
-        a.only_at[value.substr(0, colon)].push_back(std::strtoull(v.c_str(), nullptr, 10));
-    }
     else if (key == "--selector-sizes") {
       for (const std::string& v : split(value)) a.selector_sizes.push_back(std::strtoull(v.c_str(), nullptr, 10));
     }
@@ -318,9 +308,6 @@ int main(int argc, char** argv) {
     for (const std::string& name : a.algos) {
       if (name.rfind("smpi:", 0) == 0 && !a.selector_sizes.empty() &&
           std::find(a.selector_sizes.begin(), a.selector_sizes.end(), bytes) == a.selector_sizes.end())
-        continue;
-      if (const auto at = a.only_at.find(name);
-          at != a.only_at.end() && std::find(at->second.begin(), at->second.end(), bytes) == at->second.end())
         continue;
       // Which planner runs, and its prediction (rank 0 decides for `auto`, all follow).
       const Planner* planner = nullptr;

@@ -54,12 +54,12 @@ ALL_SIZES = [8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB]
 # beyond ~50 KB in all, every selector switches to ring or neighbor exchange, N-1 or N/2
 # rounds, 8·10^6..1.6·10^7 messages per point; and not mvapich2, whose first call sets up
 # SMPI's SMP-aware communicator, a ring all-gather of 1.7·10^7 messages); platforms run
-# (None: all); only_at: an
-# algorithm run only at these sizes. `direct` is left out from 256 ranks: 65,280 messages
-# in flight at once took 34 s of wall time at 8 B on the fat tree, over 6 minutes at 256 B
-# (transfers of about a nanosecond, SimGrid's precision) and over 5 minutes at 8 B on the
-# dragonfly (auto still runs it where it picks it). SMPI's selectors crash (segmentation
-# fault) at 256 ranks x 16 MiB (4 GiB received; 8 MiB runs): left out there.
+# (None: all); unsimulated: auto's picks reported, not run. `direct` is left out from
+# 256 ranks: 65,280 messages in flight at once took 34 s of wall time at 8 B on the fat
+# tree, over 6 minutes at 256 B (transfers of about a nanosecond, SimGrid's precision) and
+# over 5 minutes at 8 B on the dragonfly (auto still runs it where it picks it at 256).
+# SMPI's selectors crash (segmentation fault) at 256 ranks x 16 MiB (4 GiB received;
+# 8 MiB runs): left out there.
 GRID = {
     64: dict(sizes=ALL_SIZES, algos=AGX, selectors={s: ALL_SIZES for s in SELECTORS}),
     256: dict(sizes=ALL_SIZES, algos=AGX[1:], selectors={s: ALL_SIZES[:-1] for s in SELECTORS}),
@@ -77,7 +77,7 @@ def extra_algos(name):
     return [a for a in os.environ.get("AGX_SIM_EXTRA_ALGOS", "").split(",") if a]
 
 
-def run_one(binary, pid, p, algos, sizes, selector_sizes, only_at, unsimulated, timeout, tmp):
+def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, tmp):
     hostfile = os.path.join(tmp, f"{pid}.hosts")
     with open(hostfile, "w") as f:
         for h in range(p["hosts"]):
@@ -89,7 +89,6 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, only_at, unsimulated, 
             "--groups", ",".join(repr(g) for g in p["groups"]),
             "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos),
             "--selector-sizes", ",".join(map(str, selector_sizes))] +
-           [x for a, s in only_at.items() for x in ("--at", f"{a}:{'/'.join(map(str, s))}")] +
            (["--unsimulated", ",".join(unsimulated)] if unsimulated else []))
     t0 = time.monotonic()
     # Output goes to build-sim/grid/<platform>.out as it comes (tail -f it to follow a run).
@@ -121,7 +120,7 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, only_at, unsimulated, 
                      "status": "unsimulated" if f[10] == "unsimulated" else "ok"})
     for b in sorted(set(sizes) | set(selector_sizes)):
         for a in algos:
-            wanted = b in (selector_sizes if a.startswith("smpi:") else only_at.get(a, sizes))
+            wanted = b in (selector_sizes if a.startswith("smpi:") else sizes)
             if wanted and (a, b) not in seen:
                 rows.append({"platform": pid, "topology": p["topology"], "nranks": p["nranks"],
                              "ppn": p["ppn"], "algo": a, "ran": "", "bytes": b, "sim_s": "",
@@ -183,13 +182,11 @@ def main():
         run_algos = algos + [f"smpi:{sel}" for sel in selectors]
         if run_algos:
             # agx algorithms run at `sizes`; a size only the selectors need runs them alone.
-            only_at = {a: [b for b in s if b in sizes] for a, s in g.get("only_at", {}).items()
-                       if a in algos}
-            tasks.append((binary, pid, p, run_algos, sizes, sel_sizes, only_at,
-                          g.get("unsimulated", []), args.timeout, tmp))
+            tasks.append((binary, pid, p, run_algos, sizes, sel_sizes, g.get("unsimulated", []),
+                          args.timeout, tmp))
     if args.append:  # rows of the points about to run are replaced
         planned = {(t[1], a, str(b)) for t in tasks for a in t[3]
-                   for b in (t[5] if a.startswith("smpi:") else t[6].get(a, t[4]))}
+                   for b in (t[5] if a.startswith("smpi:") else t[4])}
         rows = [r for r in rows if (r["platform"], r["algo"], r["bytes"]) not in planned]
     def write(done):
         with open(args.output, "w", newline="") as f:
