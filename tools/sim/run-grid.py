@@ -87,8 +87,9 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
            [f"--cfg=smpi/coll-selector:{COLL_SELECTOR}", binary, "--ppn", str(p["ppn"]),
             "--label", pid, "--cost", ",".join(repr(c) for c in p["cost"]),
             "--groups", ",".join(repr(g) for g in p["groups"]),
-            "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos),
-            "--selector-sizes", ",".join(map(str, selector_sizes))] +
+            "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)] +
+           # smpirun drops empty arguments: no --selector-sizes when no selector runs
+           (["--selector-sizes", ",".join(map(str, selector_sizes))] if selector_sizes else []) +
            (["--unsimulated", ",".join(unsimulated)] if unsimulated else []))
     t0 = time.monotonic()
     # Output goes to build-sim/grid/<platform>.out as it comes (tail -f it to follow a run).
