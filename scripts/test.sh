@@ -40,14 +40,14 @@ asan_options=(-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -D
               -Doptimization=1 -Dsoak_seconds=10)
 if [ -f build-asan/build.ninja ]; then meson setup --reconfigure build-asan "${asan_options[@]}" >/dev/null
 else meson setup build-asan "${asan_options[@]}" >/dev/null; fi
-ninja -C build-asan test/unit/test_unit test/mpi/test_allgather test/soak/soak
+ninja -C build-asan test/unit/test_unit test/mpi/test_allgather test/soak/soak test/nb/test_nb
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 meson test -C build-asan --no-rebuild --print-errorlogs --logbase asan-unit unit || status=1
 logs+=(build-asan/meson-logs/asan-unit.json)
 ASAN_OPTIONS=fast_unwind_on_malloc=0 OMPI_MCA_mca_base_component_disable_dlclose=1 \
 LSAN_OPTIONS=suppressions=$PWD/test/sanitizers/lsan.supp:print_suppressions=0 \
   meson test -C build-asan --no-rebuild --print-errorlogs --logbase asan-mpi \
-  allgather-np1 allgather-np2 allgather-np3 allgather-split-messages \
+  allgather-np1 allgather-np2 allgather-np3 allgather-split-messages nb-np3 \
   soak-np4 soak-np5-virtual-nodes || status=1
 logs+=(build-asan/meson-logs/asan-mpi.json)
 

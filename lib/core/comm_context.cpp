@@ -49,7 +49,7 @@ int delete_context(MPI_Comm user_comm, int, void* attr, void*) {
     std::lock_guard lock(registry_mutex);
     live_comms.erase(user_comm);
   }
-  delete static_cast<CommContext*>(attr);
+  delete static_cast<std::shared_ptr<CommContext>*>(attr);  // pending calls keep theirs
   return MPI_SUCCESS;
 }
 
@@ -59,15 +59,21 @@ CommContext& CommContext::of(MPI_Comm user_comm) {
   void* attr = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, keyval, &attr, &found), "MPI_Comm_get_attr");
-  if (found) return *static_cast<CommContext*>(attr);
+  if (found) return **static_cast<std::shared_ptr<CommContext>*>(attr);
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
   if (inter) throw Error(MPI_ERR_COMM, "agx: inter-communicators are not supported");
-  auto* ctx = new CommContext(user_comm);
-  check_mpi(MPI_Comm_set_attr(user_comm, keyval, ctx), "MPI_Comm_set_attr");
+  auto* holder = new std::shared_ptr<CommContext>(new CommContext(user_comm));
+  CommContext& ctx = **holder;
+  try {
+    check_mpi(MPI_Comm_set_attr(user_comm, keyval, holder), "MPI_Comm_set_attr");
+  } catch (...) {
+    delete holder;
+    throw;
+  }
   std::lock_guard lock(registry_mutex);
   live_comms.insert(user_comm);
-  return *ctx;
+  return ctx;
 }
 
 CommContext::CommContext(MPI_Comm user_comm) {
@@ -79,6 +85,9 @@ CommContext::CommContext(MPI_Comm user_comm) {
 }
 
 CommContext::~CommContext() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // a request outlived MPI_Finalize: MPI has released everything
   hier_.reset();  // frees communicators derived from comm_ and unmaps shared memory
   free_comm(comm_);  // kept allocated after an abandoned round (core/executor.hpp)
 }

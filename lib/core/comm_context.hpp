@@ -1,8 +1,13 @@
 #pragma once
 // Per-communicator state, cached as an MPI attribute on the user's communicator:
 // a private duplicate for agx's own messages (user traffic can never match them),
-// cached schedules, and the tag sequence. Freed with the communicator, and at
-// MPI_Finalize for communicators still alive then.
+// cached schedules, and the tag sequence.
+//
+// Ownership: the attribute holds one shared reference; every pending operation
+// (agx::Request, agx::Plan, the interposer's requests) holds another. Freeing the user's
+// communicator drops the attribute's reference only, so a call started before
+// MPI_Comm_free completes on the private duplicate, as MPI allows; the state goes with
+// the last reference (and at MPI_Finalize for communicators still alive then).
 
 #include <mpi.h>
 
@@ -33,11 +38,13 @@ struct HierContextDeleter {
 /// The attribute delete callback (MPI calls it when the user's communicator is freed).
 int delete_context(MPI_Comm user_comm, int keyval, void* attr, void* extra);
 
-class CommContext {
+class CommContext : public std::enable_shared_from_this<CommContext> {
  public:
   /// The context of an intra-communicator, created on first use (collective then:
   /// it duplicates the communicator). Throws agx::Error for null or inter-communicators.
   static CommContext& of(MPI_Comm user_comm);
+  /// A reference that keeps this state alive after the user's communicator is freed.
+  std::shared_ptr<CommContext> share() { return shared_from_this(); }
 
   ~CommContext();
   CommContext(const CommContext&) = delete;

@@ -160,23 +160,23 @@ namespace {
 class Single final : public Operation {
  public:
   Single(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
-      : Operation(a, layout), ctx_(ctx), buffers_(buffers) {}
+      : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers) {}
 
  private:
   void do_start() override {
     // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
-    if (cuda::run_if_device(ctx_, algorithm(), buffers_, this->layout())) return;
+    if (cuda::run_if_device(*ctx_, algorithm(), buffers_, this->layout())) return;
     if (is_blocking_path(algorithm())) {  // forced lib/hier path: runs to completion here
-      hier::run(ctx_, algorithm(), buffers_, this->layout());
+      hier::run(*ctx_, algorithm(), buffers_, this->layout());
       return;
     }
-    execution_.emplace(ctx_.schedule(algorithm()), buffers_, this->layout(), ctx_.comm(),
-                       ctx_.next_tag(), config().max_message_bytes, Checks::of(algorithm()));
+    execution_.emplace(ctx_->schedule(algorithm()), buffers_, this->layout(), ctx_->comm(),
+                       ctx_->next_tag(), config().max_message_bytes, Checks::of(algorithm()));
     execution_->start();
   }
   bool do_test() override { return !execution_ || execution_->test(); }
 
-  CommContext& ctx_;
+  std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
   Buffers buffers_;
   std::optional<Execution> execution_;
 };

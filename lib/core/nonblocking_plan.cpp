@@ -39,7 +39,7 @@ class Persistent final : public Operation {
  public:
   Persistent(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
       : Operation(a, layout),
-        ctx_(ctx),
+        ctx_(ctx.share()),
         buffers_(buffers),
         rank_(ctx.rank()),
         checks_(Checks::of(a)),
@@ -56,7 +56,7 @@ class Persistent final : public Operation {
 
  private:
   void build(const Schedule& schedule) {
-    check_mpi(MPI_Comm_dup(ctx_.comm(), &comm_), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_dup(ctx_->comm(), &comm_), "MPI_Comm_dup");
     if (RoundChecks::needed(checks_, rank_))
       round_checks_.emplace(schedule, buffers_, layout(), checks_);
     const bool checksums = round_checks_ && round_checks_->carries_checksums();
@@ -177,10 +177,10 @@ class Persistent final : public Operation {
       throw Error(MPI_ERR_REQUEST,
                   "agx: start() on a plan whose earlier start failed; make a new plan");
     // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
-    on_device_ = cuda::run_if_device(ctx_, algorithm(), buffers_, layout());
+    on_device_ = cuda::run_if_device(*ctx_, algorithm(), buffers_, layout());
     if (on_device_) return;
     if (is_blocking_path(algorithm())) {
-      hier::run(ctx_, algorithm(), buffers_, layout());
+      hier::run(*ctx_, algorithm(), buffers_, layout());
       return;
     }
     round_ = 0;
@@ -222,7 +222,7 @@ class Persistent final : public Operation {
     return true;
   }
 
-  CommContext& ctx_;
+  std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
   Buffers buffers_;
   int rank_;
   Checks checks_;

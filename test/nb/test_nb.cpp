@@ -7,7 +7,9 @@
 // - persistent plans started hundreds of times with changing data, two at once;
 // - blocking and nonblocking calls mixed on one communicator, including a rank-
 //   dependent place of the wait (legal MPI: only the start order is fixed);
-// - destructor of an unfinished request, forced shared_memory, and the errors.
+// - destructor of an unfinished request, forced shared_memory, and the errors;
+// - calls that outlive their communicator: start(), MPI_Comm_free, wait() (requests and a
+//   plan started again after the free), every point-to-point algorithm plus auto.
 
 #include <agx/agx.hpp>
 
@@ -215,6 +217,47 @@ void destructor_and_forced_hier() {
   check_uniform(recv2, 77, n, count, "forced shared_memory");
 }
 
+// MPI lets pending operations outlive MPI_Comm_free (MPI-4.0 6.4.3); so does agx: the
+// request keeps the communicator's state alive (lib/core/comm_context.hpp). Under
+// AddressSanitizer this was a heap use-after-free.
+void outlive_comm_free() {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const std::size_t count = 3001;
+  unsigned salt = 500;
+  for (agx::Algorithm a : p2p) {
+    MPI_Comm c = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    auto send = block(salt, rank, count);
+    Guarded recv(count * static_cast<std::size_t>(n));
+    agx::Request r;
+    {
+      agx::Allgather<std::uint32_t> g(c, {a});
+      r = g.start(send, std::span(recv.data(), recv.size()));
+    }
+    MPI_Comm_free(&c);
+    r.wait();
+    check_uniform(recv, salt, n, count, "request of " + name(a) + " after MPI_Comm_free");
+    ++salt;
+  }
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  std::vector<std::uint32_t> send(count);
+  Guarded recv(count * static_cast<std::size_t>(n));
+  agx::Allgather<std::uint32_t> g(c);
+  agx::Plan p = g.plan(std::span<const std::uint32_t>(send), std::span(recv.data(), recv.size()));
+  MPI_Comm_free(&c);
+  for (int it = 0; it < 5; ++it, ++salt) {
+    const auto fresh = block(salt, rank, count);
+    std::copy(fresh.begin(), fresh.end(), send.begin());  // the plan holds send's address
+    p.start();
+    p.wait();
+    check_uniform(recv, salt, n, count, "plan started after MPI_Comm_free, start " +
+                                            std::to_string(it));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,6 +301,7 @@ int main(int argc, char** argv) {
     persistent(thread ? 100 : 300);
     mixed_blocking(20);
     destructor_and_forced_hier();
+    outlive_comm_free();
   } catch (const agx::Error& e) {
     fail(std::string("agx::Error: ") + e.what());
   }
