@@ -53,24 +53,16 @@ std::size_t transfer_bytes(const Transfer& t, const Layout& layout) {
 
 }  // namespace
 
-double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
-                       const CostParams& params, bool in_place) {
+namespace {
+
+// The prediction over the schedules `plans` of the sampled `ranks` (see the header).
+double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>& ranks,
+                     const Layout& layout, const Placement& placement, const CostParams& params,
+                     bool in_place) {
   const int n = layout.nranks();
   const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0;
-  std::vector<int> ranks = sampled_ranks(n);
-  if (groups && static_cast<int>(ranks.size()) < n) {
-    std::set<int> s(ranks.begin(), ranks.end());
-    for (int r = 0; r < n; ++r)
-      if (placement.group_of(r) == placement.group_of(0)) s.insert(r);
-    ranks.assign(s.begin(), s.end());
-  }
-  std::vector<Schedule> plans;
-  plans.reserve(ranks.size());
   std::size_t nrounds = 0;
-  for (int r : ranks) {
-    plans.push_back(planner.plan({n, r}));
-    nrounds = std::max(nrounds, plans.back().rounds.size());
-  }
+  for (const Schedule& s : plans) nrounds = std::max(nrounds, s.rounds.size());
   const std::array<LevelCost, 2> cost{params.node, params.network};
   double total = 0;
   for (std::size_t k = 0; k < nrounds; ++k) {
@@ -79,10 +71,13 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
     // Bytes from group a to group b this round (key a·n + b), when groups are modelled.
     std::unordered_map<long long, std::size_t> group_bytes;
     std::vector<std::array<Load, 2>> loads(plans.size());
+    std::vector<std::size_t> copied(plans.size(), 0);  // bytes of the round's puts and gets
+    std::vector<char> node_ops(plans.size(), 0);
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (k >= plans[i].rounds.size()) continue;
       const int r = ranks[i];
-      for (const Transfer& t : plans[i].rounds[k].sends) {
+      const Round& round = plans[i].rounds[k];
+      for (const Transfer& t : round.sends) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
         const std::size_t bytes = transfer_bytes(t, layout);
         ++l.msgs_out;
@@ -90,10 +85,15 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
         if (groups && placement.group_of(r) != placement.group_of(t.peer))
           group_bytes[static_cast<long long>(placement.group_of(r)) * n + placement.group_of(t.peer)] += bytes;
       }
-      for (const Transfer& t : plans[i].rounds[k].recvs) {
+      for (const Transfer& t : round.recvs) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
         ++l.msgs_in;
         l.bytes_in += transfer_bytes(t, layout);
+      }
+      for (const NodeOp& op : round.node) {
+        node_ops[i] = 1;
+        for (const BlockSpan& span : op.blocks)
+          for (int b = span.first; b < span.first + span.count; ++b) copied[i] += layout.bytes(b);
       }
       nic_bytes[placement.node_of(r)] += loads[i][1].bytes_out;
     }
@@ -110,9 +110,17 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
                          cost[lv].beta_s_per_byte * static_cast<double>(bytes);
         rank_time = std::max(rank_time, t);
       }
-      if (k == 0 && !in_place)  // the own-block copy overlaps round 0
-        rank_time = std::max(rank_time, params.copy_s_per_byte *
-                                            static_cast<double>(layout.bytes(ranks[i])));
+      const double own = k == 0 && !in_place
+                             ? params.copy_s_per_byte * static_cast<double>(layout.bytes(ranks[i]))
+                             : 0.0;
+      if (node_ops[i]) {
+        // Puts and gets: one flag synchronization, then copies by this rank's core, which
+        // also makes the own-block copy of round 0; messages of the round overlap them.
+        rank_time = std::max(rank_time, params.node_sync_s + own +
+                                            params.copy_s_per_byte * static_cast<double>(copied[i]));
+      } else {
+        rank_time = std::max(rank_time, own);  // the own-block copy overlaps round 0
+      }
       round_time = std::max(round_time, rank_time);
     }
     for (const auto& [pair, bytes] : group_bytes)
@@ -128,54 +136,50 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
   return total;
 }
 
-double predict_shared_memory(const Layout& layout, const CostParams& params, bool in_place) {
-  std::size_t total = 0, own_max = 0;
-  for (int b = 0; b < layout.nranks(); ++b) {
-    total += layout.bytes(b);
-    own_max = std::max(own_max, layout.bytes(b));
+std::vector<int> prediction_ranks(const Placement& placement, const CostParams& params) {
+  const int n = placement.nranks();
+  std::vector<int> ranks = sampled_ranks(n);
+  if (placement.has_groups() && params.group_link_s_per_byte > 0 && static_cast<int>(ranks.size()) < n) {
+    std::set<int> s(ranks.begin(), ranks.end());
+    for (int r = 0; r < n; ++r)
+      if (placement.group_of(r) == placement.group_of(0)) s.insert(r);
+    ranks.assign(s.begin(), s.end());
   }
-  // Copy-in of the own block, then copy-out of everything (the own block too, out of
-  // place); two flag synchronizations (published, and done reading).
-  const std::size_t out = in_place ? total - std::min(total, own_max) : total;
-  return 2 * params.node_sync_s + params.copy_s_per_byte * static_cast<double>(own_max + out);
+  return ranks;
 }
 
-double predict_hierarchical(const Layout& layout, const Placement& placement,
-                            const CostParams& params, bool in_place) {
-  const int nodes = placement.nodes();
-  // Node aggregates: the bytes of all blocks of each node, laid out node after node.
-  std::vector<std::size_t> agg(static_cast<std::size_t>(nodes), 0), offsets(agg.size(), 0);
-  std::unordered_map<int, int> index_of;
-  for (int r = 0; r < layout.nranks(); ++r) {
-    auto [it, fresh] = index_of.try_emplace(placement.node_of(r), static_cast<int>(index_of.size()));
-    agg[static_cast<std::size_t>(it->second)] += layout.bytes(r);
-  }
-  for (std::size_t j = 1; j < agg.size(); ++j) offsets[j] = offsets[j - 1] + agg[j - 1];
-  double inter = 0;
-  if (nodes > 1) {
-    std::vector<int> leaders(static_cast<std::size_t>(nodes));
-    for (int j = 0; j < nodes; ++j) leaders[static_cast<std::size_t>(j)] = j;
-    Placement between(leaders);
-    if (placement.has_groups()) {
-      std::vector<int> group_of_leader(static_cast<std::size_t>(nodes));
-      for (int r = 0; r < layout.nranks(); ++r)
-        group_of_leader[static_cast<std::size_t>(index_of.at(placement.node_of(r)))] = placement.group_of(r);
-      between = between.with_groups(std::move(group_of_leader));
-    }
-    const Layout aggregates = Layout::varying(agg, offsets);
-    inter = std::numeric_limits<double>::infinity();
-    for (const Planner* p : all_planners())
-      inter = std::min(inter, predict_seconds(*p, aggregates, between, params, true));
-  }
-  return predict_shared_memory(layout, params, in_place) + inter;
+}  // namespace
+
+double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
+                       const CostParams& params, bool in_place) {
+  const std::vector<int> ranks = prediction_ranks(placement, params);
+  std::vector<Schedule> plans;
+  plans.reserve(ranks.size());
+  for (int r : ranks) plans.push_back(planner.plan({layout.nranks(), r}));
+  return predict_plans(plans, ranks, layout, placement, params, in_place);
+}
+
+double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+                              const CostParams& params, bool in_place, const NodeStageParams& stage) {
+  NodeShape shape;
+  shape.node_of.resize(static_cast<std::size_t>(placement.nranks()));
+  for (int r = 0; r < placement.nranks(); ++r) shape.node_of[static_cast<std::size_t>(r)] = placement.node_of(r);
+  shape.leaders = stage.leaders;
+  shape.inter = stage.inter;
+  for (int b = 0; b < layout.nranks(); ++b) shape.total_bytes += layout.bytes(b);
+  const std::vector<int> ranks = prediction_ranks(placement, params);
+  std::vector<Schedule> plans;
+  plans.reserve(ranks.size());
+  for (int r : ranks) plans.push_back(plan_node_algorithm(a, shape, r));
+  return predict_plans(plans, ranks, layout, placement, params, in_place);
 }
 
 double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
-                         const CostParams& params, bool in_place) {
-  if (a == Algorithm::shared_memory)
-    return placement.nodes() == 1 ? predict_shared_memory(layout, params, in_place)
-                                  : std::numeric_limits<double>::infinity();
-  if (a == Algorithm::hierarchical) return predict_hierarchical(layout, placement, params, in_place);
+                         const CostParams& params, bool in_place, const NodeStageParams& stage) {
+  if (a == Algorithm::shared_memory && placement.nodes() != 1)
+    return std::numeric_limits<double>::infinity();
+  if (a == Algorithm::shared_memory || a == Algorithm::hierarchical)
+    return predict_node_algorithm(a, layout, placement, params, in_place, stage);
   return predict_seconds(planner_for(a), layout, placement, params, in_place);
 }
 

@@ -11,6 +11,10 @@
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
 // γ: the local copy of the own block (out of place).
+// Node-level operations (puts and gets on the node's segment, core/schedule.hpp): a rank's
+// round with any of them costs at least σ + γ · (bytes it puts and gets), σ one flag
+// synchronization (CostParams::node_sync_s); its messages of that round overlap them.
+// So shared_memory and hierarchical are priced from their schedules too.
 //
 // Groups (optional): nodes may be placed in groups joined by one link per pair of groups,
 // as a dragonfly's groups are by their global links. Then, per round, the bytes that all
@@ -23,6 +27,7 @@
 
 #include "core/planner.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,19 +81,25 @@ class Placement {
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
                        const CostParams& params, bool in_place = false);
 
-/// Shared-memory all-gather on one node: copy-in of the own block, a flag
-/// synchronization, copy-out of the others (each rank writes N·M, (N-1)·M in place).
-double predict_shared_memory(const Layout& layout, const CostParams& params, bool in_place);
+/// How a node stage is cut: leaders per node, the inter-node algorithm (unset: the
+/// rule of hier_inter_algorithm, core/planner.hpp).
+struct NodeStageParams {
+  int leaders = 1;
+  std::optional<Algorithm> inter;
+};
 
-/// Hierarchical: node stage in, the cheapest point-to-point schedule between nodes on the
-/// node aggregates (one leader per node), node stage out.
-double predict_hierarchical(const Layout& layout, const Placement& placement,
-                            const CostParams& params, bool in_place);
+/// shared_memory or hierarchical, priced from the schedule their planner makes for this
+/// placement (lib/hier/node_planner.cpp): puts and gets cost a flag synchronization plus
+/// their bytes at the copy rate, the leaders' messages as any other.
+double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+                              const CostParams& params, bool in_place,
+                              const NodeStageParams& stage = {});
 
 /// Any concrete algorithm (schedules, shared_memory, hierarchical). Infinity when the
 /// algorithm cannot serve this placement (shared_memory across nodes).
 double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
-                         const CostParams& params, bool in_place);
+                         const CostParams& params, bool in_place,
+                         const NodeStageParams& stage = {});
 
 /// The ranks whose schedules the prediction looks at.
 std::vector<int> sampled_ranks(int nranks);

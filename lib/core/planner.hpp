@@ -6,8 +6,11 @@
 
 #include "core/schedule.hpp"
 
+#include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace agx {
 
@@ -37,5 +40,26 @@ const Planner& neighbor_exchange_planner();
 const Planner& recursive_doubling_planner();
 const Planner& bruck_planner();
 const Planner& distance_halving_planner();
+
+/// Where the ranks of a call are, and how its node stage is cut: what the planners of
+/// `shared_memory` and `hierarchical` need besides the rank (lib/hier/node_planner.cpp).
+struct NodeShape {
+  std::vector<int> node_of;            ///< per rank; nodes numbered by their lowest rank
+  int leaders = 1;                     ///< leaders per node (clamped to the smallest node)
+  std::optional<Algorithm> inter;      ///< the inter-node algorithm (AGX_HIER_INTER), or the rule
+  std::size_t total_bytes = 0;         ///< all blocks together (the inter-node rule reads it)
+};
+
+/// The inter-node algorithm of a hierarchical call: `forced`, else direct for one node,
+/// recursive doubling (power-of-two node counts) or Bruck up to 64 KiB in total, else
+/// neighbour exchange (even node counts) or ring. Throws agx::Error when it cannot serve.
+Algorithm hier_inter_algorithm(int nnodes, std::size_t total_bytes, std::optional<Algorithm> forced);
+
+/// Leaders per node that a call actually uses: `wanted` clamped to [1, smallest node].
+int hier_leaders(const NodeShape& shape);
+
+/// The schedule of `rank` for Algorithm::shared_memory (all ranks of `shape` on one node)
+/// or Algorithm::hierarchical. Pure, like every planner.
+Schedule plan_node_algorithm(Algorithm a, const NodeShape& shape, int rank);
 
 }  // namespace agx

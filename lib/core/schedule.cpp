@@ -12,17 +12,32 @@ void append_wrapped(std::vector<BlockSpan>& spans, int first, int count, int n) 
   if (count > head) spans.push_back({0, count - head});
 }
 
-static void add(std::vector<Transfer>& list, int peer, std::vector<BlockSpan> blocks) {
+static void add(std::vector<Transfer>& list, int peer, std::vector<BlockSpan> blocks, Place place) {
   if (block_count(blocks) == 0) return;
-  list.push_back({peer, std::move(blocks)});
+  list.push_back({peer, std::move(blocks), place});
 }
 
-void add_send(Round& round, int peer, std::vector<BlockSpan> blocks) {
-  add(round.sends, peer, std::move(blocks));
+void add_send(Round& round, int peer, std::vector<BlockSpan> blocks, Place place) {
+  add(round.sends, peer, std::move(blocks), place);
 }
 
-void add_recv(Round& round, int peer, std::vector<BlockSpan> blocks) {
-  add(round.recvs, peer, std::move(blocks));
+void add_recv(Round& round, int peer, std::vector<BlockSpan> blocks, Place place) {
+  add(round.recvs, peer, std::move(blocks), place);
+}
+
+void add_node_op(Round& round, NodeOp::Kind kind, std::vector<BlockSpan> blocks) {
+  if (block_count(blocks) == 0) return;
+  round.node.push_back({kind, std::move(blocks)});
+}
+
+bool uses_segment(const Schedule& s) {
+  for (const Round& r : s.rounds) {
+    if (!r.node.empty()) return true;
+    for (const auto* list : {&r.sends, &r.recvs})
+      for (const Transfer& t : *list)
+        if (t.place == Place::segment) return true;
+  }
+  return false;
 }
 
 int block_count(const std::vector<BlockSpan>& spans) {
@@ -34,8 +49,17 @@ int block_count(const std::vector<BlockSpan>& spans) {
 static void print_transfers(std::ostringstream& os, const char* verb,
                             const std::vector<Transfer>& list) {
   for (const auto& t : list) {
-    os << ' ' << verb << "(" << t.peer << ":";
+    os << ' ' << verb << (t.place == Place::segment ? "@segment" : "") << "(" << t.peer << ":";
     for (const auto& s : t.blocks) os << " [" << s.first << "," << s.first + s.count << ")";
+    os << ")";
+  }
+}
+
+static void print_node_ops(std::ostringstream& os, const std::vector<NodeOp>& list) {
+  for (const auto& op : list) {
+    os << ' ' << (op.kind == NodeOp::Kind::put ? "put" : "get") << "(";
+    for (std::size_t i = 0; i < op.blocks.size(); ++i)
+      os << (i ? " " : "") << "[" << op.blocks[i].first << "," << op.blocks[i].first + op.blocks[i].count << ")";
     os << ")";
   }
 }
@@ -46,6 +70,7 @@ std::string describe(const Schedule& s) {
     os << "round " << i << ":";
     print_transfers(os, "send", s.rounds[i].sends);
     print_transfers(os, "recv", s.rounds[i].recvs);
+    print_node_ops(os, s.rounds[i].node);
     os << '\n';
   }
   return os.str();

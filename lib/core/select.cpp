@@ -8,6 +8,7 @@
 #include "core/planner.hpp"
 #include "hier/hier.hpp"
 #include "hier/hier_context.hpp"
+#include "hier/settings.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -61,6 +62,8 @@ Selector::Selector(CommContext& ctx)
     : placement_(hier::hier_context(ctx).topo.node_of), tuning_(agreed_tuning(ctx.comm(), ctx.rank())) {
   for (const auto& m : hier::hier_context(ctx).topo.members)
     ranks_per_node_ = std::max(ranks_per_node_, static_cast<int>(m.size()));
+  stage_.leaders = hier::hier_context(ctx).leaders;  // what lib/hier runs: priced as planned
+  stage_.inter = hier::settings().inter;
   if (tuning_.source == "built-in defaults") tuning_.params = CostParams{};
   if (tuning_.group_nodes > 0) {  // the tuning file's groups of consecutive nodes
     std::vector<int> group_of_node(static_cast<std::size_t>(placement_.nodes()));
@@ -80,7 +83,7 @@ std::vector<std::pair<Algorithm, double>> Selector::predictions(const Layout& la
   std::vector<std::pair<Algorithm, double>> out;
   for (const auto& e : algorithm_table)
     if (can_serve(e.id, placement_))
-      out.emplace_back(e.id, predict_algorithm(e.id, layout, placement_, tuning_.params, in_place));
+      out.emplace_back(e.id, predict_algorithm(e.id, layout, placement_, tuning_.params, in_place, stage_));
   return out;
 }
 

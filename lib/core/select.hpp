@@ -40,6 +40,7 @@ class Selector {
   const Placement& placement() const { return placement_; }
   const Tuning& tuning() const { return tuning_; }
   int ranks_per_node() const { return ranks_per_node_; }
+  const NodeStageParams& stage() const { return stage_; }
 
  private:
   Algorithm measured(const Layout& layout) const;
@@ -47,6 +48,7 @@ class Selector {
   Placement placement_;
   Tuning tuning_;
   int ranks_per_node_ = 1;
+  NodeStageParams stage_;
   std::map<std::tuple<int, bool, bool>, Algorithm> cache_;  // (size class, in place, uniform)
 };
 

@@ -28,8 +28,19 @@ std::string where(std::size_t round, int rank) {
 
 }  // namespace
 
-std::string validate(const std::vector<Schedule>& per_rank) {
+std::string validate(const std::vector<Schedule>& per_rank, const std::vector<int>& node_of) {
   const int n = static_cast<int>(per_rank.size());
+  if (!node_of.empty() && static_cast<int>(node_of.size()) != n)
+    return "placement has " + std::to_string(node_of.size()) + " ranks for " + std::to_string(n) +
+           " schedules";
+  std::vector<int> dense(static_cast<std::size_t>(n), 0);  // node ids made 0, 1, 2, ...
+  std::unordered_map<int, int> ids;
+  for (std::size_t r = 0; r < node_of.size(); ++r)
+    dense[r] = ids.try_emplace(node_of[r], static_cast<int>(ids.size())).first->second;
+  auto node = [&](int r) { return dense[static_cast<std::size_t>(r)]; };
+  const int nnodes = std::max(1, static_cast<int>(ids.size()));
+  // segment[j][b]: node j's segment holds block b.
+  std::vector<std::vector<char>> segment(static_cast<std::size_t>(nnodes), std::vector<char>(n, 0));
   std::size_t nrounds = 0;
   for (int r = 0; r < n; ++r) {
     if (per_rank[r].nranks != n || per_rank[r].rank != r)
@@ -49,13 +60,39 @@ std::string validate(const std::vector<Schedule>& per_rank) {
         if (t.peer < 0 || t.peer >= n || t.peer == r)
           return where(k, r) + "sends to invalid peer " + std::to_string(t.peer);
         std::vector<int> blocks = expand(t.blocks);
+        const bool from_segment = t.place == Place::segment;
         for (int b : blocks)
-          if (b < 0 || b >= n || !held[r][b])
-            return where(k, r) + "sends block " + std::to_string(b) + " it does not hold";
+          if (b < 0 || b >= n || !(from_segment ? segment[node(r)][b] : held[r][b]))
+            return where(k, r) + "sends block " + std::to_string(b) + " it does not hold" +
+                   (from_segment ? " in its node's segment" : "");
+        if (from_segment) blocks.push_back(-1);  // the place is part of what must match
         in_flight[key(r, t.peer)].messages.push_back(std::move(blocks));
       }
     }
-    std::vector<std::pair<int, int>> arrivals;  // (rank, block), applied after the round
+    std::vector<std::pair<int, int>> arrivals;      // (rank, block), applied after the round
+    std::vector<std::pair<int, int>> seg_arrivals;  // (node, block), applied after the round
+    for (int r = 0; r < n; ++r) {
+      if (k >= per_rank[r].rounds.size()) continue;
+      for (const NodeOp& op : per_rank[r].rounds[k].node) {
+        const bool put = op.kind == NodeOp::Kind::put;
+        for (int b : expand(op.blocks)) {
+          if (b < 0 || b >= n)
+            return where(k, r) + (put ? "puts" : "gets") + " invalid block " + std::to_string(b);
+          if (put) {
+            if (!held[r][b]) return where(k, r) + "puts block " + std::to_string(b) + " it does not hold";
+            if (segment[node(r)][b])
+              return where(k, r) + "puts block " + std::to_string(b) + " that its node's segment already holds";
+            seg_arrivals.emplace_back(node(r), b);
+          } else {
+            if (!segment[node(r)][b])
+              return where(k, r) + "gets block " + std::to_string(b) +
+                     " before its node's segment holds it";
+            if (held[r][b]) return where(k, r) + "gets block " + std::to_string(b) + " it already holds";
+            arrivals.emplace_back(r, b);
+          }
+        }
+      }
+    }
     for (int r = 0; r < n; ++r) {
       if (k >= per_rank[r].rounds.size()) continue;
       for (const Transfer& t : per_rank[r].rounds[k].recvs) {
@@ -65,12 +102,21 @@ std::string validate(const std::vector<Schedule>& per_rank) {
         if (queue.next == queue.messages.size())
           return where(k, r) + "receives from " + std::to_string(t.peer) + " which sends nothing";
         std::vector<int> blocks = expand(t.blocks);
-        if (queue.messages[queue.next++] != blocks)
+        std::vector<int> sent = queue.messages[queue.next++];
+        const bool sent_from_segment = !sent.empty() && sent.back() == -1;
+        if (sent_from_segment) sent.pop_back();
+        if (sent != blocks)
           return where(k, r) + "receive from " + std::to_string(t.peer) +
                  " does not match the blocks sent";
+        (void)sent_from_segment;  // where the sender read them does not matter to the receiver
+        const bool to_segment = t.place == Place::segment;
         for (int b : blocks) {
-          if (held[r][b]) return where(k, r) + "receives block " + std::to_string(b) + " twice";
-          arrivals.emplace_back(r, b);
+          if (b < 0 || b >= n) return where(k, r) + "receives invalid block " + std::to_string(b);
+          if (to_segment ? segment[node(r)][b] : held[r][b])
+            return where(k, r) + "receives block " + std::to_string(b) + " twice" +
+                   (to_segment ? " into its node's segment" : "");
+          if (to_segment) seg_arrivals.emplace_back(node(r), b);
+          else arrivals.emplace_back(r, b);
         }
       }
     }
@@ -81,6 +127,12 @@ std::string validate(const std::vector<Schedule>& per_rank) {
     for (const auto& [r, b] : arrivals) {
       if (held[r][b]) return where(k, r) + "receives block " + std::to_string(b) + " twice";
       held[r][b] = 1;
+    }
+    for (const auto& [j, b] : seg_arrivals) {
+      if (segment[j][b])
+        return where(k, 0) + "block " + std::to_string(b) + " reaches the segment of node " +
+               std::to_string(j) + " twice";
+      segment[j][b] = 1;
     }
   }
   for (int r = 0; r < n; ++r)

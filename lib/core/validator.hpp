@@ -12,10 +12,15 @@
 namespace agx {
 
 /// Checks that, round by round, every receive matches a send from its peer in the
-/// same round (same blocks, same order), nobody sends a block it does not hold,
-/// nobody receives a block it already holds, and every rank ends with all blocks.
+/// same round (same blocks, same order, same place), nobody sends a block it does not
+/// hold, nobody receives a block it already holds, and every rank ends with all blocks.
+/// Node-level operations run on one symbolic segment per node (`node_of[rank]`; empty:
+/// all ranks on one node): a put needs the block in the rank's hands and must be the
+/// only put or segment receive of that block on its node; a get, or a send from the
+/// segment, needs the block in the segment since an earlier round. Since every wait
+/// then only waits for a strictly earlier round, schedules that pass cannot deadlock.
 /// Returns an empty string when the schedules are correct, else the first problem.
-std::string validate(const std::vector<Schedule>& per_rank);
+std::string validate(const std::vector<Schedule>& per_rank, const std::vector<int>& node_of = {});
 
 /// Plans `planner` for every rank of `nranks` and validates the result.
 std::string validate(const Planner& planner, int nranks);

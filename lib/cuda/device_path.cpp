@@ -150,10 +150,10 @@ bool run_if_device(CommContext& ctx, Algorithm a, const Buffers& buffers, const 
     p = *s.forced;
     if ((p == Path::aware && !allowed.aware) || (p == Path::ipc && !allowed.ipc)) p = Path::staging;
   } else {
+    // Node algorithms are schedules too: priced as planned, never as free.
     const double schedule_s =
-        is_node_algorithm(a) ? 0.0
-                             : predict_algorithm(a, layout, ctx.selector().placement(),
-                                                 ctx.selector().tuning().params, buffers.in_place);
+        predict_algorithm(a, layout, ctx.selector().placement(), ctx.selector().tuning().params,
+                          buffers.in_place, ctx.selector().stage());
     p = choose_path(allowed, schedule_s, layout, st.piece_bytes);
   }
   if (p == Path::ipc) {

@@ -46,25 +46,14 @@
 namespace agx::hier {
 namespace {
 
-constexpr std::size_t small_total_bytes = 64 * 1024;
-
-// The inter-node algorithm: AGX_HIER_INTER, else the selection rule applied to nodes.
+// The inter-node algorithm: AGX_HIER_INTER, else the rule (hier_inter_algorithm, the
+// same one the planner and so the cost model use).
 Algorithm inter_algorithm(int nnodes, std::size_t total) {
   const Settings& s = settings();
   if (!s.invalid_inter.empty())
     throw Error(MPI_ERR_ARG, "agx: AGX_HIER_INTER='" + s.invalid_inter +
                                  "' names no point-to-point algorithm");
-  Algorithm a = Algorithm::ring;
-  if (s.inter) a = *s.inter;
-  else if (nnodes == 1) a = Algorithm::direct;
-  else if (total <= small_total_bytes)
-    a = (nnodes & (nnodes - 1)) == 0 ? Algorithm::recursive_doubling : Algorithm::bruck;
-  else a = nnodes % 2 == 0 ? Algorithm::neighbor_exchange : Algorithm::ring;
-  const std::string why = planner_for(a).unsupported_reason({nnodes, 0});
-  if (!why.empty())
-    throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + std::string(to_string(a)) +
-                                 "' cannot serve " + std::to_string(nnodes) + " nodes: " + why);
-  return a;
+  return hier_inter_algorithm(nnodes, total, s.inter);
 }
 
 // Node-major offsets of every block in the segment, node aggregates and their slices.
@@ -84,16 +73,20 @@ void plan_segment(HierContext& h, const Layout& layout) {
   }
 }
 
-// Slice `l` of `leaders` of every node aggregate: [A·l/L, A·(l+1)/L).
-void plan_slices(HierContext& h, int l) {
+// Slice `l` of `leaders` of every node aggregate: the blocks of its members
+// [l·m/L, (l+1)·m/L), contiguous in the segment (node_planner.cpp plans the same).
+void plan_slices(HierContext& h, const Layout& layout, int l) {
   const auto nn = h.node_bytes.size();
   h.slice_bytes.resize(nn);
   h.slice_offset.resize(nn);
   const auto L = static_cast<std::size_t>(h.leaders), ul = static_cast<std::size_t>(l);
   for (std::size_t j = 0; j < nn; ++j) {
-    const std::size_t a = h.node_bytes[j], lo = a * ul / L, hi = a * (ul + 1) / L;
-    h.slice_offset[j] = h.node_offset[j] + lo;
-    h.slice_bytes[j] = hi - lo;
+    const auto& m = h.topo.members[j];
+    const std::size_t lo = m.size() * ul / L, hi = m.size() * (ul + 1) / L;
+    std::size_t bytes = 0;
+    for (std::size_t i = lo; i < hi; ++i) bytes += layout.bytes(m[i]);
+    h.slice_offset[j] = lo < m.size() ? h.seg_offset[static_cast<std::size_t>(m[lo])] : h.node_offset[j];
+    h.slice_bytes[j] = bytes;
   }
 }
 
@@ -159,7 +152,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   copy_in(h, c);
   if (t.nnodes > 1 && t.local < h.leaders) {
     wait_node_complete(h, c, "leader: the node's copy-in before the inter-node stage");
-    plan_slices(h, t.local);
+    plan_slices(h, layout, t.local);
     Execution e(h.inter_schedule(inter), Buffers{nullptr, c.base, true},
                 Layout::varying(h.slice_bytes, h.slice_offset), h.leader_comm,
                 h.next_leader_tag(), config().max_message_bytes,

@@ -19,7 +19,8 @@ mkdir -p "$out/obj"
 sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/message.cpp lib/core/executor.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
-         lib/direct/*.cpp lib/ring/*.cpp lib/rd/*.cpp tools/sim/hier_p2p.cpp tools/sim/driver.cpp)
+         lib/direct/*.cpp lib/ring/*.cpp lib/rd/*.cpp lib/hier/node_planner.cpp
+         tools/sim/hier_p2p.cpp tools/sim/driver.cpp)
 flags=(-std=c++20 -O2 -Wall -Wextra -I"$root/include" -I"$root/lib" -I"$root/tools/sim")
 objs=()
 pids=()

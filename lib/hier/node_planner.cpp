@@ -1,0 +1,195 @@
+// The node-level planners: `shared_memory` and `hierarchical` as schedules, pure
+// functions of (placement, leaders, inter-node algorithm) -> one rank's rounds. The
+// validator proves them like every other planner (test/unit/test_node_schedules.cpp),
+// and the cost model prices what they plan (core/cost_model.hpp).
+//
+// shared_memory (all N ranks on one node), staged through the node's segment:
+//   round 0   put the own block into the segment (and raise the own flag)
+//   round 1   get every other block (each after its owner's flag)
+//
+//     r0 r1 r2 r3  --put-->  segment [B0 B1 B2 B3]  --get-->  every rank's buffer
+//
+//   Bytes: each rank copies M in and (N-1)·M out; no message. Restriction: one node.
+//   (Blocks of at most 504 B travel inside the flag lines, large ones by single copy
+//   when enabled: the same two rounds, other copies; lib/hier/node_stage.hpp.)
+//
+// hierarchical (nodes j = 0..J-1 numbered by lowest rank, L leaders per node):
+//   round 0        every rank puts its block into its node's segment
+//   round 1        every rank gets its own node's other blocks; the leaders also run
+//   rounds 1..I    the inter-node schedule of I rounds, planned over J "ranks" by the
+//                  inter-node algorithm: leader l of node j sends, from the segment,
+//                  slice l of each node aggregate that schedule names, to leader l of
+//                  the peer node, which receives it into its segment. Slice l of a
+//                  node of m members: the blocks of its members [l·m/L, (l+1)·m/L).
+//   round I+1      every rank gets the other nodes' blocks from its segment
+//
+//   4 ranks round-robin on 2 nodes (node 0 = {0, 2}, node 1 = {1, 3}), one leader:
+//     round 0   all put:            seg0 [B0 B2]         seg1 [B1 B3]
+//     round 1   0 gets B2, 2 gets B0; 0 sends [B0 B2] to 1 (segment to segment) and
+//               receives [B1 B3]; 1 and 3 likewise
+//     round 2   all get the other node's blocks from their own segment
+//
+//   Bytes: M in and (N-1)·M out per rank; leader l moves slice l of the aggregates as
+//   the inter-node algorithm moves J blocks. One rank per node: the inter-node schedule
+//   itself on the ranks' buffers; one node: shared_memory.
+
+#include "core/planner.hpp"
+
+#include <agx/error.hpp>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace agx {
+namespace {
+
+constexpr std::size_t small_total_bytes = 64 * 1024;
+
+// Nodes numbered by their lowest rank; members of each node by increasing rank.
+struct Nodes {
+  std::vector<int> node_of;                // normalized
+  std::vector<std::vector<int>> members;
+};
+
+Nodes normalize(const std::vector<int>& raw) {
+  Nodes out;
+  std::map<int, int> index;
+  out.node_of.resize(raw.size());
+  for (std::size_t r = 0; r < raw.size(); ++r) {
+    auto [it, fresh] = index.try_emplace(raw[r], static_cast<int>(index.size()));
+    if (fresh) out.members.emplace_back();
+    out.node_of[r] = it->second;
+    out.members[static_cast<std::size_t>(it->second)].push_back(static_cast<int>(r));
+  }
+  return out;
+}
+
+// The ranks in `ranks` (increasing) as spans of consecutive ranks.
+void append_runs(std::vector<BlockSpan>& spans, const std::vector<int>& ranks, std::size_t lo,
+                 std::size_t hi) {
+  for (std::size_t i = lo; i < hi; ++i) {
+    const int r = ranks[i];
+    if (!spans.empty() && spans.back().first + spans.back().count == r) ++spans.back().count;
+    else spans.push_back({r, 1});
+  }
+}
+
+// Slice l of L of node j's members: [l·m/L, (l+1)·m/L).
+void append_slice(std::vector<BlockSpan>& spans, const Nodes& nodes, int j, int l, int L) {
+  const auto& m = nodes.members[static_cast<std::size_t>(j)];
+  const std::size_t size = m.size(), ul = static_cast<std::size_t>(l), uL = static_cast<std::size_t>(L);
+  append_runs(spans, m, size * ul / uL, size * (ul + 1) / uL);
+}
+
+// Rounds of the longest inter-node schedule of `a` over `nnodes` (every node plans it).
+std::size_t inter_rounds(Algorithm a, int nnodes) {
+  static std::mutex mutex;
+  static std::map<std::pair<Algorithm, int>, std::size_t> cache;
+  std::lock_guard lock(mutex);
+  auto [it, fresh] = cache.try_emplace({a, nnodes}, 0);
+  if (fresh)
+    for (int j = 0; j < nnodes; ++j)
+      it->second = std::max(it->second, planner_for(a).plan({nnodes, j}).rounds.size());
+  return it->second;
+}
+
+Schedule shared_memory(int n, int rank) {
+  Schedule s{n, rank, {}};
+  if (n == 1) return s;
+  s.rounds.resize(2);
+  add_node_op(s.rounds[0], NodeOp::Kind::put, {{rank, 1}});
+  std::vector<BlockSpan> others;
+  if (rank > 0) others.push_back({0, rank});
+  if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
+  add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(others));
+  return s;
+}
+
+Schedule hierarchical(const NodeShape& shape, int rank) {
+  const int n = static_cast<int>(shape.node_of.size());
+  const Nodes nodes = normalize(shape.node_of);
+  const int nnodes = static_cast<int>(nodes.members.size());
+  if (nnodes == 1) return shared_memory(n, rank);
+  const Algorithm inter = hier_inter_algorithm(nnodes, shape.total_bytes, shape.inter);
+  if (nnodes == n) return planner_for(inter).plan({n, rank});  // node j is rank j
+  const int node = nodes.node_of[static_cast<std::size_t>(rank)];
+  const auto& mine = nodes.members[static_cast<std::size_t>(node)];
+  const int local = static_cast<int>(std::find(mine.begin(), mine.end(), rank) - mine.begin());
+  const int L = hier_leaders(shape);
+  const std::size_t I = inter_rounds(inter, nnodes);
+
+  Schedule s{n, rank, {}};
+  s.rounds.resize(I + 2);
+  add_node_op(s.rounds[0], NodeOp::Kind::put, {{rank, 1}});
+  std::vector<BlockSpan> own_node;
+  for (int r : mine)
+    if (r != rank) append_runs(own_node, std::vector<int>{r}, 0, 1);
+  add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(own_node));
+  if (local < L) {
+    const Schedule between = planner_for(inter).plan({nnodes, node});
+    for (std::size_t k = 0; k < between.rounds.size(); ++k) {
+      Round& round = s.rounds[1 + k];
+      for (int pass = 0; pass < 2; ++pass) {
+        const auto& list = pass == 0 ? between.rounds[k].sends : between.rounds[k].recvs;
+        for (const Transfer& t : list) {
+          std::vector<BlockSpan> blocks;
+          for (const BlockSpan& span : t.blocks)
+            for (int j = span.first; j < span.first + span.count; ++j)
+              append_slice(blocks, nodes, j, local, L);
+          const int peer = nodes.members[static_cast<std::size_t>(t.peer)][static_cast<std::size_t>(local)];
+          if (pass == 0) add_send(round, peer, std::move(blocks), Place::segment);
+          else add_recv(round, peer, std::move(blocks), Place::segment);
+        }
+      }
+    }
+  }
+  std::vector<BlockSpan> remote;
+  for (int r = 0; r < n; ++r)
+    if (nodes.node_of[static_cast<std::size_t>(r)] != node) append_runs(remote, std::vector<int>{r}, 0, 1);
+  add_node_op(s.rounds[I + 1], NodeOp::Kind::get, std::move(remote));
+  return s;
+}
+
+}  // namespace
+
+Algorithm hier_inter_algorithm(int nnodes, std::size_t total_bytes, std::optional<Algorithm> forced) {
+  Algorithm a = Algorithm::ring;
+  if (forced) a = *forced;
+  else if (nnodes == 1) a = Algorithm::direct;
+  else if (total_bytes <= small_total_bytes)
+    a = (nnodes & (nnodes - 1)) == 0 ? Algorithm::recursive_doubling : Algorithm::bruck;
+  else a = nnodes % 2 == 0 ? Algorithm::neighbor_exchange : Algorithm::ring;
+  if (a == Algorithm::automatic || a == Algorithm::hierarchical || a == Algorithm::shared_memory)
+    throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + std::string(to_string(a)) +
+                                 "' is not a point-to-point algorithm");
+  const std::string why = planner_for(a).unsupported_reason({nnodes, 0});
+  if (!why.empty())
+    throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + std::string(to_string(a)) +
+                                 "' cannot serve " + std::to_string(nnodes) + " nodes: " + why);
+  return a;
+}
+
+int hier_leaders(const NodeShape& shape) {
+  const Nodes nodes = normalize(shape.node_of);
+  std::size_t smallest = shape.node_of.size();
+  for (const auto& m : nodes.members) smallest = std::min(smallest, m.size());
+  return std::max(1, std::min(shape.leaders, static_cast<int>(smallest)));
+}
+
+Schedule plan_node_algorithm(Algorithm a, const NodeShape& shape, int rank) {
+  const int n = static_cast<int>(shape.node_of.size());
+  if (rank < 0 || rank >= n)
+    throw Error(MPI_ERR_ARG, "agx: rank " + std::to_string(rank) + " outside a placement of " +
+                                 std::to_string(n) + " ranks");
+  if (a == Algorithm::shared_memory) {
+    if (normalize(shape.node_of).members.size() != 1)
+      throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve ranks on several nodes");
+    return shared_memory(n, rank);
+  }
+  if (a == Algorithm::hierarchical) return hierarchical(shape, rank);
+  throw Error(MPI_ERR_ARG, "agx: '" + std::string(to_string(a)) + "' is not a node-level algorithm");
+}
+
+}  // namespace agx
