@@ -162,11 +162,13 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     copy_out_local(h, c);  // overlaps the first round on the wire
     e.wait();
     h.own_slot().ready.store(gen, std::memory_order_release);
+    h.notify();
   } else {
     copy_out_local(h, c);
   }
   if (t.nnodes > 1) copy_out_remote(h, c);
   h.own_slot().done.store(gen, std::memory_order_release);
+  h.notify();
 }
 
 }  // namespace
@@ -215,6 +217,12 @@ std::string describe(MPI_Comm comm) {
        << b.bound_cores << " core(s), first core " << b.first_core << ", NUMA " << b.numa
        << ", package " << b.package << "), last ran on PU " << b.last_cpu << "\n";
   }
+  os << "  waits: " << (h.oversubscribed ? "sleep on a futex after a short spin" : "spin, then yield")
+     << (s.wait == Settings::Wait::automatic ? " (AGX_WAIT=auto: node " : " (AGX_WAIT: node ")
+     << (h.oversubscribed == (s.wait != Settings::Wait::yield) && s.wait == Settings::Wait::automatic
+             ? (h.oversubscribed ? "oversubscribed" : "has a core per rank")
+             : "setting")
+     << ")\n";
   os << "  leaders per node " << h.leaders << ", single copy (process_vm_readv) "
      << (h.cma ? "available" : "unavailable") << (s.cma ? "" : " (AGX_CMA=0)");
   if (h.cma)

@@ -3,12 +3,15 @@
 
 #include "hier/hier_context.hpp"
 
+#include <agx/error.hpp>
+
 #include "core/executor.hpp"
 #include "core/mpi_check.hpp"
 #include "core/planner.hpp"
 #include "hier/settings.hpp"
 #include "hier/wait.hpp"
 
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -67,9 +70,28 @@ double probe_single_copy(const Slot& peer, std::byte* dst, const std::byte* loca
   return kernel > 0 ? local / kernel : 0;
 }
 
+// Whether the node's ranks outnumber the cores their affinity masks cover together
+// (collective over the node; the same answer on every local rank).
+bool node_oversubscribed(const Topology& topo) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) return false;
+  constexpr int words = static_cast<int>(sizeof(cpu_set_t) / sizeof(unsigned long));
+  unsigned long all[words];
+  std::memcpy(all, &mine, sizeof all);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, all, words, MPI_UNSIGNED_LONG, MPI_BOR, topo.node_comm),
+            "MPI_Allreduce");
+  cpu_set_t covered;
+  std::memcpy(&covered, all, sizeof covered);
+  return topo.local_size() > CPU_COUNT(&covered);
+}
+
 }  // namespace
 
 HierContext::HierContext(MPI_Comm c) : topo(discover_topology(c)), comm(c) {
+  if (!settings().invalid_wait.empty())
+    throw Error(MPI_ERR_ARG, "agx: AGX_WAIT='" + settings().invalid_wait +
+                                 "' is none of auto, yield, sleep");
   int smallest = topo.local_size();
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   leaders = std::max(1, std::min(settings().leaders, smallest));
@@ -79,6 +101,9 @@ HierContext::HierContext(MPI_Comm c) : topo(discover_topology(c)), comm(c) {
   }
 
   const int n = topo.local_size();
+  const bool crowded = node_oversubscribed(topo);  // collective: before any early exit
+  oversubscribed = settings().wait == Settings::Wait::sleep ||
+                   (settings().wait == Settings::Wait::automatic && crowded);
   header_ = std::make_unique<SharedSegment>(topo.node_comm, sizeof(Slot) * static_cast<std::size_t>(n));
   slots_ = reinterpret_cast<Slot*>(header_->data());
   // The segment is zero-filled, which is a valid state of every slot; construct our own
@@ -119,7 +144,7 @@ void HierContext::wait_done(std::uint64_t gen) {
   const int n = topo.local_size();
   for (int i = 0; i < n; ++i) {
     const Slot& s = slots_[i];
-    wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; },
+    wait_until(sleep_signal(), [&] { return s.done.load(std::memory_order_acquire) >= gen; },
                [&](double seconds) {
                  stalled("reuse of the segment", "the done flag of " + local_name(i) +
                          " to reach call " + std::to_string(gen) + " (it reads call " +

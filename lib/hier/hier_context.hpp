@@ -29,6 +29,7 @@
 #include "core/schedule.hpp"
 #include "hier/shm_segment.hpp"
 #include "hier/topology.hpp"
+#include "hier/wait.hpp"
 
 #include <array>
 #include <atomic>
@@ -53,6 +54,7 @@ struct alignas(64) Slot {
   std::atomic<std::uint64_t> ready{0};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
+  alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)
   InlineBlock inline_data[2];
 };
 
@@ -86,6 +88,12 @@ class HierContext {
   Slot& slot(int local) { return slots_[local]; }
   const Slot& slot(int local) const { return slots_[local]; }
   Slot& own_slot() { return slots_[topo.local]; }
+  /// More ranks on this node than cores to run them (AGX_WAIT=auto), or AGX_WAIT=sleep.
+  bool oversubscribed = false;
+  /// Where waiters sleep: the node's signal when oversubscribed, else null (spin/yield).
+  NodeSignal* sleep_signal() { return oversubscribed ? &slots_[0].signal : nullptr; }
+  /// After every flag store of this rank: wakes sleeping local ranks.
+  void notify() { hier::notify(slots_[0].signal); }
 
   /// Data region for a call of `total` bytes; waits for earlier readers, grows when needed.
   std::byte* region(std::uint64_t gen, std::size_t total);

@@ -55,9 +55,9 @@ std::string progress_text(std::uint64_t v) {
 }
 
 // Waits until local rank j's progress flag reaches `mark` (its copy-in of block `block`).
-void wait_progress(const HierContext& h, int j, std::uint64_t mark, const char* stage, int block) {
+void wait_progress(HierContext& h, int j, std::uint64_t mark, const char* stage, int block) {
   const Slot& s = h.slot(j);
-  wait_until([&] { return s.progress.load(std::memory_order_acquire) >= mark; },
+  wait_until(h.sleep_signal(), [&] { return s.progress.load(std::memory_order_acquire) >= mark; },
              [&](double seconds) {
                h.stalled(stage, "the progress flag of " + h.local_name(j) + " to reach " +
                                     progress_text(mark) + " of its copy of block " +
@@ -76,11 +76,15 @@ void copy_in(HierContext& h, const StagedCall& c) {
   const std::byte* src = own_source(c, me);
   std::byte* dst = c.base + (*c.seg_offset)[static_cast<std::size_t>(me)];
   const std::size_t chunks = chunk_count(bytes, c.chunk_bytes);
-  if (chunks == 0) slot.progress.store(progress_mark(c.gen, 0), std::memory_order_release);
+  if (chunks == 0) {
+    slot.progress.store(progress_mark(c.gen, 0), std::memory_order_release);
+    h.notify();
+  }
   for (std::size_t k = 0; k < chunks; ++k) {
     const std::size_t at = k * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
     std::memcpy(dst + at, src + at, len);
     slot.progress.store(progress_mark(c.gen, k + 1), std::memory_order_release);
+    h.notify();
   }
 }
 
@@ -131,7 +135,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
 void copy_out_remote(HierContext& h, const StagedCall& c) {
   for (int l = 0; l < h.leaders; ++l) {
     const Slot& s = h.slot(l);
-    wait_until([&] { return s.ready.load(std::memory_order_acquire) >= c.gen; },
+    wait_until(h.sleep_signal(), [&] { return s.ready.load(std::memory_order_acquire) >= c.gen; },
                [&](double seconds) {
                  h.stalled("copy-out of the other nodes' blocks",
                            "the ready flag of leader " + h.local_name(l) + " to reach call " +
@@ -169,11 +173,12 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
     if (!buffers.in_place) std::memcpy(own_dst, buffers.send, bytes);
   }
   mine.seq.store(gen, std::memory_order_release);
+  h.notify();
   for (int k = 1; k < n; ++k) {
     const int j = (t.local + k) % n;
     const int r = members[static_cast<std::size_t>(j)];
     const InlineBlock& b = h.slot(j).inline_data[parity];
-    wait_until([&] { return b.seq.load(std::memory_order_acquire) >= gen; },
+    wait_until(h.sleep_signal(), [&] { return b.seq.load(std::memory_order_acquire) >= gen; },
                [&](double seconds) {
                  h.stalled("inline exchange (blocks in the flag lines)",
                            "the inline block flag of " + h.local_name(j) + " to reach call " +
@@ -186,6 +191,7 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
   }
   h.mark_synced(gen - 1);  // every local rank has started this call
   h.own_slot().done.store(gen, std::memory_order_release);
+  h.notify();
 }
 
 void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout) {
@@ -197,6 +203,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
   const void* own_src = buffers.in_place ? own_dst : buffers.send;
   own.address.store(reinterpret_cast<std::uintptr_t>(own_src), std::memory_order_relaxed);
   own.progress.store(progress_mark(gen, 1), std::memory_order_release);
+  h.notify();
   if (!buffers.in_place && layout.bytes(me) > 0) std::memcpy(own_dst, buffers.send, layout.bytes(me));
   for (int k = 1; k < n; ++k) {
     const int j = (t.local + k) % n;
@@ -219,9 +226,10 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
     }
   }
   own.done.store(gen, std::memory_order_release);
+  h.notify();
   for (int j = 0; j < n; ++j) {
     const Slot& s = h.slot(j);
-    wait_until([&] { return s.done.load(std::memory_order_acquire) >= gen; },
+    wait_until(h.sleep_signal(), [&] { return s.done.load(std::memory_order_acquire) >= gen; },
                [&](double seconds) {
                  h.stalled("single copy: end of reading",
                            "the done flag of " + h.local_name(j) + " to reach call " +

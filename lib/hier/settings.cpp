@@ -3,6 +3,7 @@
 #include "hier/settings.hpp"
 
 #include <cstdlib>
+#include <string>
 
 namespace agx::hier {
 namespace {
@@ -30,6 +31,13 @@ Settings read_environment() {
   if (auto v = number("AGX_SHM_CHUNK_BYTES"); v && *v >= 4096 && *v <= (1ull << 30)) s.chunk_bytes = *v;
   if (auto v = number("AGX_CMA"); v) s.cma = *v != 0;
   if (auto v = number("AGX_CMA_MIN_BYTES"); v) s.cma_min_bytes = *v;
+  if (const char* w = std::getenv("AGX_WAIT"); w != nullptr && *w != '\0') {
+    const std::string text = w;
+    if (text == "auto") s.wait = Settings::Wait::automatic;
+    else if (text == "yield") s.wait = Settings::Wait::yield;
+    else if (text == "sleep") s.wait = Settings::Wait::sleep;
+    else s.invalid_wait = text;
+  }
   return s;
 }
 

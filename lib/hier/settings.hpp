@@ -12,6 +12,10 @@
 //   AGX_CMA_MIN_BYTES=b       single copy when the mean block is at least b; default:
 //                             from 256 KiB where a probe at setup finds the kernel copy
 //                             fast enough to beat staging, else never (hier_context.cpp)
+//   AGX_WAIT=auto|yield|sleep how a rank waits for its node's flags after a short spin:
+//                             yield the core, or sleep on a futex until a flag moves;
+//                             auto (default): sleep where the node has more ranks than
+//                             the cores their affinity masks cover, else yield (wait.hpp)
 
 #include <agx/algorithm.hpp>
 
@@ -28,6 +32,8 @@ struct Settings {
   std::size_t chunk_bytes = 64 * 1024;
   bool cma = true;
   std::optional<std::size_t> cma_min_bytes;  ///< unset: decided by the setup probe
+  enum class Wait { automatic, yield, sleep } wait = Wait::automatic;
+  std::string invalid_wait;  ///< AGX_WAIT text that is none of auto, yield, sleep
 };
 
 const Settings& settings();

@@ -1,7 +1,11 @@
 #pragma once
 // Waiting on shared-memory flags: spin briefly, then yield the core on every check.
 // Ranks are often oversubscribed (4 ranks on 2 cores in the tests); a waiter that
-// never yields keeps the rank it waits for off the CPU.
+// never yields keeps the rank it waits for off the CPU, and sched_yield alone does not
+// hand the core over reliably (the scheduler may run the yielder again at once). So
+// where a node has more ranks than cores (HierContext::oversubscribed, AGX_WAIT), a
+// waiter sleeps in the kernel after a short spin: a futex on the node's wake-up word,
+// which every flag store bumps (notify) while anybody sleeps on it.
 //
 // With AGX_TIMEOUT set (core/timeout.hpp), a flag that does not move for the timeout
 // ends the wait through `stalled(seconds)`, which writes the diagnosis (which flag of
@@ -10,7 +14,15 @@
 
 #include "core/timeout.hpp"
 
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
 
 namespace agx::hier {
 
@@ -20,6 +32,37 @@ inline void cpu_relax() {
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
 #endif
+}
+
+/// The node's wake-up word, in shared memory (local rank 0's slot).
+struct NodeSignal {
+  std::atomic<std::uint32_t> epoch{0};     ///< bumped by every flag store while sleepers > 0
+  std::atomic<std::uint32_t> sleepers{0};  ///< waiters inside (or about to enter) futex_wait
+};
+static_assert(sizeof(std::atomic<std::uint32_t>) == 4, "futex words are 32 bits");
+
+/// After a flag store (release): wakes the node's sleepers, if any. Without sleepers a
+/// fence and one load: the fence orders the flag store before the look at `sleepers`,
+/// pairing with the sleeper's increment before its last look at the flag.
+inline void notify(NodeSignal& s) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (s.sleepers.load(std::memory_order_relaxed) == 0) return;
+  s.epoch.fetch_add(1, std::memory_order_seq_cst);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&s.epoch), FUTEX_WAKE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+/// Sleeps until the node's epoch moves (or 1 ms passes) unless `ready()` already holds.
+template <class Pred>
+void sleep_once(NodeSignal& s, Pred& ready) {
+  s.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  const std::uint32_t seen = s.epoch.load(std::memory_order_seq_cst);
+  if (!ready()) {
+    const timespec limit{0, 1000000};  // a lost wake-up costs 1 ms, never a hang
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&s.epoch), FUTEX_WAIT, seen, &limit,
+            nullptr, 0);
+  }
+  s.sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 /// Returns once `ready()` is true. Spins `spin` checks, then yields between checks.
@@ -32,22 +75,27 @@ void spin_then_yield(Pred ready, int spin = 64) {
   while (!ready()) sched_yield();
 }
 
-/// As spin_then_yield; with AGX_TIMEOUT set, calls `stalled(seconds)` once `ready()`
-/// has stayed false for the timeout.
+/// As spin_then_yield, or, with `sleep` set (an oversubscribed node), sleeping on it
+/// between checks; with AGX_TIMEOUT set, calls `stalled(seconds)` once `ready()` has
+/// stayed false for the timeout.
 template <class Pred, class Stalled>
-void wait_until(Pred ready, Stalled stalled, int spin = 64) {
+void wait_until(NodeSignal* sleep, Pred ready, Stalled stalled, int spin = 64) {
   for (int i = 0; i < spin; ++i) {
     if (ready()) return;
     cpu_relax();
   }
+  const auto pause = [&] {
+    if (sleep != nullptr) sleep_once(*sleep, ready);
+    else sched_yield();
+  };
   const double limit = timeout_seconds();
   if (limit <= 0) {
-    while (!ready()) sched_yield();
+    while (!ready()) pause();
     return;
   }
   StallClock clock(limit);
   while (!ready()) {
-    sched_yield();
+    pause();
     if (clock.stalled()) stalled(clock.seconds());
   }
 }
