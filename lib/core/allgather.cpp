@@ -26,7 +26,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   const Algorithm a = select_algorithm(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
   if (cuda::run_if_device(ctx, a, buffers, layout)) return a;  // device buffers: lib/cuda
-  if (is_blocking_path(a)) {
+  if (is_node_path(a)) {  // lib/hier's tuned blocking variants of the node schedules
     hier::run(ctx, a, buffers, layout);
     return a;
   }

@@ -68,11 +68,6 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   /// The automatic selection state, created on first use (collective then).
   Selector& selector();
 
-  /// Nonblocking calls' choices when `auto` picked a blocking lib/hier path
-  /// (lib/core/nonblocking.cpp), keyed like the selector's cache.
-  std::map<std::tuple<int, bool, bool>, Algorithm>& nonblocking_choices() {
-    return nonblocking_choices_;
-  }
 
  private:
   explicit CommContext(MPI_Comm user_comm);
@@ -84,7 +79,6 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   std::array<std::optional<Schedule>, algorithm_table.size()> schedules_;
   std::unique_ptr<hier::HierContext, hier::HierContextDeleter> hier_;
   std::unique_ptr<Selector, SelectorDeleter> selector_;
-  std::map<std::tuple<int, bool, bool>, Algorithm> nonblocking_choices_;
 
   friend int delete_context(MPI_Comm, int, void*, void*);
 };

@@ -50,6 +50,19 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
     round_checks_.emplace(schedule_, buffers_, layout_, checks_);
 }
 
+Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout,
+                     MPI_Comm comm, int tag, std::size_t max_message_bytes, NodeSegment& node,
+                     const Checks& checks)
+    : schedule_(schedule),
+      buffers_(buffers),
+      layout_(layout),
+      comm_(comm),
+      tag_(tag),
+      max_message_bytes_(max_message_bytes),
+      checks_(checks),
+      timeout_(timeout_seconds()),
+      node_(&node) {}
+
 Execution::~Execution() { abandon(); }
 
 // After a failed MPI call (or a stall under AGX_TIMEOUT_ACTION=error) the round's other
@@ -84,6 +97,7 @@ void Execution::start() {
   started_ = true;
   try {
     if (!schedule_.rounds.empty()) post_round();
+    else if (node_ != nullptr) node_->finish();
   } catch (...) {
     abandon();
     throw;
@@ -99,11 +113,13 @@ bool Execution::test() {
   try {
     if (timeout_ > 0) return poll();
     while (round_ < schedule_.rounds.size()) {
+      // Node operations first: a deferred send may be what the peer's receive awaits.
+      const bool node_done = node_ == nullptr || (post_deferred() & gets_done());
       int done = 0;
       check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
                             MPI_STATUSES_IGNORE),
                 "MPI_Testall");
-      if (!done) return false;
+      if (!done || !node_done) return false;
       end_round();
     }
   } catch (...) {
@@ -113,8 +129,39 @@ bool Execution::test() {
   return true;
 }
 
+bool Execution::post_deferred() {
+  if (deferred_.empty()) return true;
+  std::size_t kept = 0;
+  for (const Transfer* t : deferred_) {
+    if (!node_->holds(*t)) {
+      deferred_[kept++] = t;
+      continue;
+    }
+    const std::size_t before = requests_.size();
+    post_transfer(true, *t, 0, false);
+    open_ += requests_.size() - before;  // (AGX_TIMEOUT's count of open requests)
+  }
+  deferred_.resize(kept);
+  if (timeout_ > 0) done_indices_.resize(requests_.size());
+  return deferred_.empty();
+}
+
+bool Execution::gets_done() {
+  const auto& ops = schedule_.rounds[round_].node;
+  bool all = true;
+  for (std::size_t i = 0, g = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != NodeOp::Kind::get) continue;
+    all = node_->try_get(ops[i], cursors_[g++], buffers_, layout_) && all;
+  }
+  return all;
+}
+
 void Execution::wait() {
   try {
+    if (node_ != nullptr) {  // gets are polled: no MPI_Waitall
+      hier::spin_then_yield([this] { return timeout_ > 0 ? poll() : test(); });
+      return;
+    }
     if (timeout_ > 0) {
       hier::spin_then_yield([this] { return poll(); });  // poll() reports a stall
       return;
@@ -133,8 +180,9 @@ void Execution::wait() {
 
 bool Execution::poll() {
   while (round_ < schedule_.rounds.size()) {
+    const bool posted = node_ == nullptr || post_deferred();
     open_ = test_some(requests_, done_indices_, open_, *clock_);
-    if (open_ > 0) {
+    if (open_ > 0 || !posted || (node_ != nullptr && !gets_done())) {
       if (clock_->stalled()) stalled();
       return false;
     }
@@ -150,15 +198,28 @@ void Execution::end_round() {
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
   types_.clear();
+  deferred_.clear();
   if (round_checks_) round_checks_->end_round(round_);
+  if (node_ != nullptr && segment_recvs_) node_->segment_round_done();
   if (++round_ < schedule_.rounds.size()) post_round();
   else if (round_checks_) round_checks_->finish();
+  if (round_ == schedule_.rounds.size() && node_ != nullptr) node_->finish();
 }
 
 void Execution::post_round() {
   const Round& round = schedule_.rounds[round_];
   const bool checksums = round_checks_ && round_checks_->carries_checksums();
   if (checksums) round_checks_->pack(round_);
+  segment_recvs_ = false;
+  if (node_ != nullptr) {
+    std::size_t gets = 0;
+    for (const NodeOp& op : round.node) {
+      if (op.kind == NodeOp::Kind::put) node_->put(op, buffers_, layout_);
+      else ++gets;
+    }
+    cursors_.assign(gets, GetCursor{});
+    for (const Transfer& t : round.recvs) segment_recvs_ = segment_recvs_ || t.place == Place::segment;
+  }
   // Receives first, so that eager sends find a posted buffer. With AGX_INTEGRITY each
   // transfer's checksum message follows its data pieces, on both sides (integrity.hpp).
   for (int pass = 0; pass < 2; ++pass) {
@@ -166,21 +227,31 @@ void Execution::post_round() {
     const auto& transfers = is_send ? round.sends : round.recvs;
     for (std::size_t k = 0; k < transfers.size(); ++k) {
       const Transfer& t = transfers[k];
-      plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_);
-      for (std::size_t i = 0; i < message_.pieces(); ++i) {
-        const std::size_t b = message_.piece_begin[i], e = message_.piece_begin[i + 1];
-        post(is_send, t.peer, message_.segments.data() + b, e - b, t, false);
-      }
-      if (checksums) {
-        const std::span<BlockCheck> m = round_checks_->message(round_, is_send, k);
-        const Segment s{reinterpret_cast<std::byte*>(m.data()), m.size_bytes()};
-        post(is_send, t.peer, &s, 1, t, true);
-      }
+      // A send from the segment waits (in test()) until its blocks are there.
+      if (is_send && t.place == Place::segment && !node_->holds(t)) deferred_.push_back(&t);
+      else post_transfer(is_send, t, k, checksums);
     }
   }
   if (timeout_ > 0) {
     open_ = requests_.size();
     done_indices_.resize(requests_.size());
+  }
+}
+
+void Execution::post_transfer(bool is_send, const Transfer& t, std::size_t k, bool checksums) {
+  if (t.place == Place::segment)
+    plan_message(t, schedule_.rank, node_->segment_buffers(), node_->segment_layout(),
+                 max_message_bytes_, message_);
+  else
+    plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_);
+  for (std::size_t i = 0; i < message_.pieces(); ++i) {
+    const std::size_t b = message_.piece_begin[i], e = message_.piece_begin[i + 1];
+    post(is_send, t.peer, message_.segments.data() + b, e - b, t, false);
+  }
+  if (checksums) {
+    const std::span<BlockCheck> m = round_checks_->message(round_, is_send, k);
+    const Segment s{reinterpret_cast<std::byte*>(m.data()), m.size_bytes()};
+    post(is_send, t.peer, &s, 1, t, true);
   }
 }
 
@@ -269,9 +340,15 @@ std::string Execution::stall_report(MPI_Comm comm, int rank, const Checks& check
 }
 
 void Execution::stalled() {
-  const std::string line =
+  std::string line =
       stall_report(comm_, schedule_.rank, checks_, round_, schedule_.rounds.size(),
                    clock_->seconds(), requests_.data(), posted_.data(), requests_.size());
+  if (node_ != nullptr && round_ < schedule_.rounds.size()) {
+    const auto& ops = schedule_.rounds[round_].node;
+    for (std::size_t i = 0, g = 0; i < ops.size(); ++i)
+      if (ops[i].kind == NodeOp::Kind::get)
+        line += "; node get waiting for " + node_->waiting_for(ops[i], cursors_[g++]);
+  }
   if (!config().timeout_abort) abandon();
   report_hang(comm_, line);
 }

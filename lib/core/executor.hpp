@@ -16,6 +16,7 @@
 
 #include "core/integrity.hpp"
 #include "core/message.hpp"
+#include "core/node_segment.hpp"
 #include "core/schedule.hpp"
 #include "core/timeout.hpp"
 
@@ -39,6 +40,12 @@ class Execution {
  public:
   Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
             int tag, std::size_t max_message_bytes, const Checks& checks = {});
+  /// A schedule with node-level operations runs them on `node` (which must outlive the
+  /// execution): puts when a round is posted, gets polled by test() like requests,
+  /// segment transfers at the segment's addresses. AGX_INTEGRITY's per-round checks do
+  /// not apply to such schedules (their blocks do not all live in the caller's buffer).
+  Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
+            int tag, std::size_t max_message_bytes, NodeSegment& node, const Checks& checks = {});
   ~Execution();
   Execution(const Execution&) = delete;
   Execution& operator=(const Execution&) = delete;
@@ -67,6 +74,9 @@ class Execution {
   void post_round();
   void end_round();
   bool poll();  // AGX_TIMEOUT: one MPI_Testsome; true when every round is done
+  bool gets_done();  // polls the round's gets; true when all are complete
+  bool post_deferred();  // posts segment sends whose blocks arrived; true when none is left
+  void post_transfer(bool is_send, const Transfer& t, std::size_t k, bool checksums);
   [[noreturn]] void stalled();
   void post(bool is_send, int peer, const Segment* segments, std::size_t count,
             const Transfer& transfer, bool checksums);
@@ -92,6 +102,11 @@ class Execution {
   std::vector<Posted> posted_;
   std::vector<int> done_indices_;
   std::size_t open_ = 0;  // requests of the round not yet complete
+  // Node-level operations (null node_: a point-to-point schedule):
+  NodeSegment* node_ = nullptr;
+  std::vector<GetCursor> cursors_;  // per get of the round
+  bool segment_recvs_ = false;      // the round receives into the segment
+  std::vector<const Transfer*> deferred_;  // segment sends waiting for their blocks
 };
 
 /// Frees a communicator agx made, unless a round was abandoned on it (an Execution

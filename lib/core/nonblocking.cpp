@@ -26,7 +26,7 @@
 
 namespace agx {
 
-bool is_blocking_path(Algorithm a) {
+bool is_node_path(Algorithm a) {
   return a == Algorithm::hierarchical || a == Algorithm::shared_memory;
 }
 
@@ -64,23 +64,9 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
 
 Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
                              bool in_place) {
-  const Algorithm a = select_algorithm(ctx, layout, options, in_place);
-  const bool forced = options.algorithm != Algorithm::automatic ||
-                      (options.use_environment && config().forced.has_value());
-  if (!is_blocking_path(a) || forced) return a;
-  std::size_t total = 0;
-  for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
-  const auto mean = total / static_cast<std::size_t>(layout.nranks());
-  const auto key = std::make_tuple(static_cast<int>(std::bit_width(mean)), in_place,
-                                   layout.is_uniform());
-  auto& cache = ctx.nonblocking_choices();
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  Algorithm best = Algorithm::ring;
-  double best_s = std::numeric_limits<double>::infinity();
-  for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
-    if (!is_blocking_path(alg) && s < best_s) best_s = s, best = alg;  // same on every rank
-  cache.emplace(key, best);
-  return best;
+  // The same choice as a blocking call's: shared_memory and hierarchical run on the
+  // round engine too (lib/hier/node_call.cpp), so nothing is swapped.
+  return select_algorithm(ctx, layout, options, in_place);
 }
 
 OwnedLayout::OwnedLayout(const Layout& l) {
@@ -164,21 +150,25 @@ class Single final : public Operation {
 
  private:
   void do_start() override {
-    // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
+    // Device buffers: the device path (lib/cuda) runs whole, here.
     if (cuda::run_if_device(*ctx_, algorithm(), buffers_, this->layout())) return;
-    if (is_blocking_path(algorithm())) {  // forced lib/hier path: runs to completion here
-      hier::run(*ctx_, algorithm(), buffers_, this->layout());
+    if (is_node_path(algorithm())) {  // the node schedule on the round engine
+      node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, this->layout());
       return;
     }
     execution_.emplace(ctx_->schedule(algorithm()), buffers_, this->layout(), ctx_->comm(),
                        ctx_->next_tag(), config().max_message_bytes, Checks::of(algorithm()));
     execution_->start();
   }
-  bool do_test() override { return !execution_ || execution_->test(); }
+  bool do_test() override {
+    if (node_) return hier::test_node_call(*node_);
+    return !execution_ || execution_->test();
+  }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
   Buffers buffers_;
   std::optional<Execution> execution_;
+  hier::NodeCallPtr node_;
 };
 
 }  // namespace

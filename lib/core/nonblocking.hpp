@@ -22,16 +22,15 @@ namespace agx {
 
 class CommContext;
 
-/// Whether `a` is one of lib/hier's blocking paths (shared_memory, hierarchical).
-bool is_blocking_path(Algorithm a);
+/// Whether `a` runs through a node's shared segment (shared_memory, hierarchical).
+bool is_node_path(Algorithm a);
 
 /// The context of `comm` after the checks every byte-level call makes (layout
 /// against the communicator, null buffers with bytes to move).
 CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout& layout);
 
-/// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
-/// an automatic choice of shared_memory/hierarchical becomes the point-to-point
-/// algorithm with the lowest predicted time (lib/hier's paths are blocking).
+/// The algorithm of a nonblocking or persistent call: as select_algorithm (node paths
+/// run on the round engine, lib/hier/node_call.cpp).
 Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
                              bool in_place);
 

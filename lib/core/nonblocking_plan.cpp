@@ -44,7 +44,7 @@ class Persistent final : public Operation {
         rank_(ctx.rank()),
         checks_(Checks::of(a)),
         timeout_(timeout_seconds()) {
-    if (is_blocking_path(a)) return;
+    if (is_node_path(a)) return;  // a node call per start (lib/hier/node_call.cpp)
     try {
       build(ctx.schedule(a));
     } catch (...) {
@@ -179,8 +179,8 @@ class Persistent final : public Operation {
     // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
     on_device_ = cuda::run_if_device(*ctx_, algorithm(), buffers_, layout());
     if (on_device_) return;
-    if (is_blocking_path(algorithm())) {
-      hier::run(*ctx_, algorithm(), buffers_, layout());
+    if (is_node_path(algorithm())) {
+      node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, layout());
       return;
     }
     round_ = 0;
@@ -199,7 +199,8 @@ class Persistent final : public Operation {
   }
 
   bool do_test() override {
-    if (on_device_ || is_blocking_path(algorithm())) return true;
+    if (on_device_) return true;
+    if (is_node_path(algorithm())) return hier::test_node_call(*node_);
     try {
       while (round_ < rounds_.size()) {
         if (timeout_ > 0) {
@@ -235,6 +236,7 @@ class Persistent final : public Operation {
   bool on_device_ = false;  ///< the last start ran the device path (complete)
   bool round_started_ = false;  ///< rounds_[round_] was started and is not yet complete
   bool failed_ = false;
+  hier::NodeCallPtr node_;  ///< the running start of a node path
   std::optional<RoundChecks> round_checks_;
   std::optional<StallClock> clock_;
   std::size_t open_ = 0;

@@ -39,8 +39,11 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
     dense[r] = ids.try_emplace(node_of[r], static_cast<int>(ids.size())).first->second;
   auto node = [&](int r) { return dense[static_cast<std::size_t>(r)]; };
   const int nnodes = std::max(1, static_cast<int>(ids.size()));
-  // segment[j][b]: node j's segment holds block b.
+  // segment[j][b]: node j's segment holds block b; receiver[j][b]: the rank that received
+  // it there (-1: put by its owner). A send from the segment of a block that came over
+  // the network must be this rank's own earlier receive: no flag orders another's.
   std::vector<std::vector<char>> segment(static_cast<std::size_t>(nnodes), std::vector<char>(n, 0));
+  std::vector<std::vector<int>> receiver(static_cast<std::size_t>(nnodes), std::vector<int>(n, -1));
   std::size_t nrounds = 0;
   for (int r = 0; r < n; ++r) {
     if (per_rank[r].nranks != n || per_rank[r].rank != r)
@@ -65,6 +68,12 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           if (b < 0 || b >= n || !(from_segment ? segment[node(r)][b] : held[r][b]))
             return where(k, r) + "sends block " + std::to_string(b) + " it does not hold" +
                    (from_segment ? " in its node's segment" : "");
+        if (from_segment)
+          for (int b : blocks)
+            if (receiver[node(r)][b] >= 0 && receiver[node(r)][b] != r)
+              return where(k, r) + "sends block " + std::to_string(b) +
+                     " from the segment, which rank " + std::to_string(receiver[node(r)][b]) +
+                     " received there";
         if (from_segment) blocks.push_back(-1);  // the place is part of what must match
         in_flight[key(r, t.peer)].messages.push_back(std::move(blocks));
       }
@@ -115,7 +124,10 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           if (to_segment ? segment[node(r)][b] : held[r][b])
             return where(k, r) + "receives block " + std::to_string(b) + " twice" +
                    (to_segment ? " into its node's segment" : "");
-          if (to_segment) seg_arrivals.emplace_back(node(r), b);
+          if (to_segment) {
+            seg_arrivals.emplace_back(node(r), b);
+            receiver[node(r)][b] = r;
+          }
           else arrivals.emplace_back(r, b);
         }
       }

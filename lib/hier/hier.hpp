@@ -5,6 +5,7 @@
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
 
+#include <memory>
 #include <string>
 
 namespace agx {
@@ -24,6 +25,18 @@ HierContext& hier_context(CommContext& ctx);
 /// lib/cuda passes false (its calls may differ between ranks in how often they come here).
 void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
          bool checked = true);
+
+/// A shared_memory or hierarchical call running on the round engine (node_call.cpp):
+/// started at once, advanced by test_node_call without blocking.
+struct NodeCall;
+struct NodeCallDeleter {
+  void operator()(NodeCall* c) const noexcept;
+};
+using NodeCallPtr = std::unique_ptr<NodeCall, NodeCallDeleter>;
+NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
+                            const Layout& layout);
+/// True once the call is complete on this rank.
+bool test_node_call(NodeCall& call);
 
 /// A readable report of what agx sees for `comm` (collective: creates the state).
 std::string describe(MPI_Comm comm);

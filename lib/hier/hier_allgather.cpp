@@ -26,6 +26,7 @@
 // (virtual) node.
 
 #include "hier/hier.hpp"
+#include "hier/node_call.hpp"
 
 #include <agx/error.hpp>
 
@@ -46,6 +47,8 @@
 namespace agx::hier {
 namespace {
 
+}  // namespace
+
 // The inter-node algorithm: AGX_HIER_INTER, else the rule (hier_inter_algorithm, the
 // same one the planner and so the cost model use).
 Algorithm inter_algorithm(int nnodes, std::size_t total) {
@@ -55,6 +58,8 @@ Algorithm inter_algorithm(int nnodes, std::size_t total) {
                                  "' names no point-to-point algorithm");
   return hier_inter_algorithm(nnodes, total, s.inter);
 }
+
+namespace {
 
 // Node-major offsets of every block in the segment, node aggregates and their slices.
 void plan_segment(HierContext& h, const Layout& layout) {
@@ -161,14 +166,12 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     e.start();
     copy_out_local(h, c);  // overlaps the first round on the wire
     e.wait();
-    h.own_slot().ready.store(gen, std::memory_order_release);
-    h.notify();
+    h.finish_ready(gen);
   } else {
     copy_out_local(h, c);
   }
   if (t.nnodes > 1) copy_out_remote(h, c);
-  h.own_slot().done.store(gen, std::memory_order_release);
-  h.notify();
+  h.finish_done(gen);
 }
 
 }  // namespace

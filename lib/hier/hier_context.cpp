@@ -7,6 +7,7 @@
 
 #include "core/executor.hpp"
 #include "core/mpi_check.hpp"
+#include "core/nonblocking.hpp"
 #include "core/planner.hpp"
 #include "hier/settings.hpp"
 #include "hier/wait.hpp"
@@ -144,7 +145,13 @@ void HierContext::wait_done(std::uint64_t gen) {
   const int n = topo.local_size();
   for (int i = 0; i < n; ++i) {
     const Slot& s = slots_[i];
-    wait_until(sleep_signal(), [&] { return s.done.load(std::memory_order_acquire) >= gen; },
+    // The earlier call may be a nonblocking one of this very process: advance them all
+    // while waiting (core/nonblocking.hpp), or nobody finishes reading it.
+    wait_until(sleep_signal(), [&] {
+                 if (s.done.load(std::memory_order_acquire) >= gen) return true;
+                 if (detail::progress_pending()) detail::progress_all();
+                 return s.done.load(std::memory_order_acquire) >= gen;
+               },
                [&](double seconds) {
                  stalled("reuse of the segment", "the done flag of " + local_name(i) +
                          " to reach call " + std::to_string(gen) + " (it reads call " +
@@ -153,6 +160,23 @@ void HierContext::wait_done(std::uint64_t gen) {
                });
   }
   mark_synced(gen);
+}
+
+void HierContext::finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen) {
+  std::lock_guard lock(finish_mutex_);
+  if (gen <= w.mark) return;
+  if (gen == w.mark + 1 && w.ahead.empty()) {
+    w.mark = gen;  // the common case: calls finish in order, nothing allocated
+  } else {
+    w.ahead.push_back(gen);
+    std::sort(w.ahead.begin(), w.ahead.end());
+    while (!w.ahead.empty() && w.ahead.front() <= w.mark + 1) {
+      w.mark = std::max(w.mark, w.ahead.front());
+      w.ahead.erase(w.ahead.begin());
+    }
+  }
+  flag.store(w.mark, std::memory_order_release);
+  notify();
 }
 
 std::string HierContext::local_name(int local) const {

@@ -34,6 +34,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,17 +108,41 @@ class HierContext {
   /// Records that every local rank has finished reading call `gen` and all before it
   /// (then waiting for their `done` flags up to `gen` costs nothing: no cache misses).
   void mark_synced(std::uint64_t gen) { synced_ = gen > synced_ ? gen : synced_; }
+  /// Every local rank has started call `gen + 1`, so (blocking calls being over when the
+  /// next starts) has finished reading `gen` and before, unless a call of the round
+  /// engine, which may still be reading, came in between (every rank knows which calls
+  /// those were: collectives are called alike everywhere).
+  void mark_started(std::uint64_t gen) {
+    if (engine_gen_ == 0) mark_synced(gen);  // else wait_done looks at the done flags
+  }
+  /// Records that call `gen` runs on the round engine (node_call.cpp).
+  void mark_engine(std::uint64_t gen) { engine_gen_ = gen; }
+  /// This rank's ready / done flag: call `gen` has finished its receives into the
+  /// segment / its reading. Calls of the round engine may finish out of order, so each
+  /// flag shows the largest G such that every call up to G has finished (a watermark).
+  void finish_ready(std::uint64_t gen) { finish(ready_, own_slot().ready, gen); }
+  void finish_done(std::uint64_t gen) { finish(done_, own_slot().done, gen); }
 
   std::uint64_t next_gen() { return ++gen_; }
   std::uint64_t gen() const { return gen_; }
   std::uint64_t grows() const { return grows_; }
   std::uint64_t single_copy_calls = 0, staged_calls = 0, inline_calls = 0;
 
+  /// Schedules of the round engine's node calls (node_call.cpp), per (algorithm, inter).
+  std::map<std::pair<Algorithm, Algorithm>, Schedule> node_schedules;
   // Per-call scratch (no allocation on the hot path after the first call).
   std::vector<std::size_t> seg_offset, node_bytes, node_offset, slice_bytes, slice_offset;
 
  private:
   void wait_done(std::uint64_t gen);
+  struct Watermark {
+    std::uint64_t mark = 0;
+    std::vector<std::uint64_t> ahead;  // finished calls above mark + 1 (rare: engine calls)
+  };
+  void finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen);
+  Watermark ready_, done_;
+  std::mutex finish_mutex_;  // calls on one communicator may be advanced by two threads
+  std::uint64_t engine_gen_ = 0;
 
   std::unique_ptr<SharedSegment> header_, data_;
   Slot* slots_ = nullptr;

@@ -108,7 +108,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
   if (small) {
     wait_node_complete(h, c, "copy-out inside the node");
     copy_runs(c, members);
-    h.mark_synced(c.gen - 1);  // every local rank has started this call
+    h.mark_started(c.gen - 1);  // every local rank has started this call
     return;
   }
   // Large: chunk by chunk, starting with the next rank so that readers spread out.
@@ -129,7 +129,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
     }
     if (bytes == 0) wait_progress(h, j, progress_mark(c.gen, 0), "copy-out inside the node", r);
   }
-  h.mark_synced(c.gen - 1);  // every local rank has started this call
+  h.mark_started(c.gen - 1);  // every local rank has started this call
 }
 
 void copy_out_remote(HierContext& h, const StagedCall& c) {
@@ -189,9 +189,8 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
     if (const std::size_t bytes = layout.bytes(r); bytes > 0)
       std::memcpy(recv_at(buffers, layout, r), b.bytes, bytes);
   }
-  h.mark_synced(gen - 1);  // every local rank has started this call
-  h.own_slot().done.store(gen, std::memory_order_release);
-  h.notify();
+  h.mark_started(gen - 1);  // every local rank has started this call
+  h.finish_done(gen);
 }
 
 void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout) {
@@ -225,8 +224,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
       left -= static_cast<std::size_t>(got);
     }
   }
-  own.done.store(gen, std::memory_order_release);
-  h.notify();
+  h.finish_done(gen);
   for (int j = 0; j < n; ++j) {
     const Slot& s = h.slot(j);
     wait_until(h.sleep_signal(), [&] { return s.done.load(std::memory_order_acquire) >= gen; },

@@ -1,0 +1,18 @@
+#pragma once
+// shared_memory and hierarchical as schedules on the round engine (node_call.cpp): the
+// nonblocking and persistent calls' path through a node. Declared for lib/core in
+// hier/hier.hpp; this header adds what node_call.cpp shares with hier_allgather.cpp.
+
+#include "hier/hier.hpp"
+
+#include <agx/algorithm.hpp>
+
+#include <cstddef>
+
+namespace agx::hier {
+
+/// The inter-node algorithm of a call of `total` bytes on `nnodes` nodes (AGX_HIER_INTER
+/// or the rule; hier_allgather.cpp).
+Algorithm inter_algorithm(int nnodes, std::size_t total);
+
+}  // namespace agx::hier
