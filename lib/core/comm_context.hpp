@@ -10,10 +10,8 @@
 
 #include "core/schedule.hpp"
 
-#include <array>
 #include <map>
 #include <memory>
-#include <optional>
 #include <tuple>
 
 namespace agx {
@@ -47,8 +45,8 @@ class CommContext {
   int size() const { return size_; }
   int rank() const { return rank_; }
 
-  /// The schedule of this rank for a concrete algorithm, planned once.
-  const Schedule& schedule(Algorithm a);
+  /// The schedule of this rank for a concrete algorithm and its parameters, planned once.
+  const Schedule& schedule(const AlgorithmChoice& a);
 
   /// A fresh tag for the next collective on this communicator (same on every rank,
   /// since collectives are called in the same order everywhere).
@@ -63,7 +61,7 @@ class CommContext {
 
   /// Nonblocking calls' choices when `auto` picked a blocking lib/hier path
   /// (lib/core/nonblocking.cpp), keyed like the selector's cache.
-  std::map<std::tuple<int, bool, bool>, Algorithm>& nonblocking_choices() {
+  std::map<std::tuple<int, bool, bool>, AlgorithmChoice>& nonblocking_choices() {
     return nonblocking_choices_;
   }
 
@@ -74,10 +72,10 @@ class CommContext {
   int size_ = 0;
   int rank_ = 0;
   unsigned sequence_ = 0;
-  std::array<std::optional<Schedule>, algorithm_table.size()> schedules_;
+  std::map<AlgorithmChoice, Schedule> schedules_;
   std::unique_ptr<hier::HierContext, hier::HierContextDeleter> hier_;
   std::unique_ptr<Selector, SelectorDeleter> selector_;
-  std::map<std::tuple<int, bool, bool>, Algorithm> nonblocking_choices_;
+  std::map<std::tuple<int, bool, bool>, AlgorithmChoice> nonblocking_choices_;
 
   friend int delete_context(MPI_Comm, int, void*, void*);
 };

@@ -54,7 +54,7 @@ std::size_t transfer_bytes(const Transfer& t, const Layout& layout) {
 }  // namespace
 
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
-                       const CostParams& params, bool in_place) {
+                       const CostParams& params, bool in_place, int radix) {
   const int n = layout.nranks();
   const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0;
   std::vector<int> ranks = sampled_ranks(n);
@@ -68,7 +68,7 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
   plans.reserve(ranks.size());
   std::size_t nrounds = 0;
   for (int r : ranks) {
-    plans.push_back(planner.plan({n, r}));
+    plans.push_back(planner.plan({n, r, radix}));
     nrounds = std::max(nrounds, plans.back().rounds.size());
   }
   const std::array<LevelCost, 2> cost{params.node, params.network};
@@ -170,13 +170,13 @@ double predict_hierarchical(const Layout& layout, const Placement& placement,
   return predict_shared_memory(layout, params, in_place) + inter;
 }
 
-double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
                          const CostParams& params, bool in_place) {
-  if (a == Algorithm::shared_memory)
+  if (a.id == Algorithm::shared_memory)
     return placement.nodes() == 1 ? predict_shared_memory(layout, params, in_place)
                                   : std::numeric_limits<double>::infinity();
-  if (a == Algorithm::hierarchical) return predict_hierarchical(layout, placement, params, in_place);
-  return predict_seconds(planner_for(a), layout, placement, params, in_place);
+  if (a.id == Algorithm::hierarchical) return predict_hierarchical(layout, placement, params, in_place);
+  return predict_seconds(planner_for(a.id), layout, placement, params, in_place, a.radix);
 }
 
 }  // namespace agx

@@ -73,8 +73,9 @@ class Placement {
 /// beyond, over a fixed sample of ranks (the first, last, middle, and the ranks where
 /// folding algorithms change role), the same on every rank; with groups, the sample also
 /// holds every rank of rank 0's group, so that group's outgoing links are counted exactly.
+/// `radix` is the planner's parameter (Problem::radix).
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
-                       const CostParams& params, bool in_place = false);
+                       const CostParams& params, bool in_place = false, int radix = 0);
 
 /// Shared-memory all-gather on one node: copy-in of the own block, a flag
 /// synchronization, copy-out of the others (each rank writes N·M, (N-1)·M in place).
@@ -85,9 +86,9 @@ double predict_shared_memory(const Layout& layout, const CostParams& params, boo
 double predict_hierarchical(const Layout& layout, const Placement& placement,
                             const CostParams& params, bool in_place);
 
-/// Any concrete algorithm (schedules, shared_memory, hierarchical). Infinity when the
-/// algorithm cannot serve this placement (shared_memory across nodes).
-double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+/// Any concrete algorithm with its parameters (schedules, shared_memory, hierarchical).
+/// Infinity when the algorithm cannot serve this placement (shared_memory across nodes).
+double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
                          const CostParams& params, bool in_place);
 
 /// The ranks whose schedules the prediction looks at.

@@ -62,12 +62,12 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
   return ctx;
 }
 
-Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
-                             bool in_place) {
-  const Algorithm a = select_algorithm(ctx, layout, options, in_place);
+AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+                                   bool in_place) {
+  const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
   const bool forced = options.algorithm != Algorithm::automatic ||
                       (options.use_environment && config().forced.has_value());
-  if (!is_blocking_path(a) || forced) return a;
+  if (!is_blocking_path(a.id) || forced) return a;
   std::size_t total = 0;
   for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
   const auto mean = total / static_cast<std::size_t>(layout.nranks());
@@ -75,10 +75,10 @@ Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Optio
                                    layout.is_uniform());
   auto& cache = ctx.nonblocking_choices();
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  Algorithm best = Algorithm::ring;
+  AlgorithmChoice best{Algorithm::ring, 0};
   double best_s = std::numeric_limits<double>::infinity();
   for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
-    if (!is_blocking_path(alg) && s < best_s) best_s = s, best = alg;  // same on every rank
+    if (!is_blocking_path(alg.id) && s < best_s) best_s = s, best = alg;  // same on every rank
   cache.emplace(key, best);
   return best;
 }
@@ -159,18 +159,18 @@ namespace {
 /// One nonblocking call: an Execution with the call's own tag on ctx's duplicate.
 class Single final : public Operation {
  public:
-  Single(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
+  Single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
       : Operation(a, layout), ctx_(ctx), buffers_(buffers) {}
 
  private:
   void do_start() override {
     // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
-    if (cuda::run_if_device(ctx_, algorithm(), buffers_, this->layout())) return;
+    if (cuda::run_if_device(ctx_, choice(), buffers_, this->layout())) return;
     if (is_blocking_path(algorithm())) {  // forced lib/hier path: runs to completion here
       hier::run(ctx_, algorithm(), buffers_, this->layout());
       return;
     }
-    execution_.emplace(ctx_.schedule(algorithm()), buffers_, this->layout(), ctx_.comm(),
+    execution_.emplace(ctx_.schedule(choice()), buffers_, this->layout(), ctx_.comm(),
                        ctx_.next_tag(), config().max_message_bytes, Checks::of(algorithm()));
     execution_->start();
   }
@@ -183,7 +183,7 @@ class Single final : public Operation {
 
 }  // namespace
 
-OperationPtr make_single(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                          const Layout& layout) {
   OperationPtr op(new Single(ctx, a, buffers, layout));
   progress_register(op.get());
@@ -202,7 +202,7 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
   check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // synchronizing
   detail::OperationPtr op = detail::make_single(ctx, a, buffers, layout);
   op->start();
@@ -214,7 +214,7 @@ Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // once, at planning
   return Plan(detail::make_persistent(ctx, a, buffers, layout));
 }

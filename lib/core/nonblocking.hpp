@@ -32,7 +32,7 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
 /// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
 /// an automatic choice of shared_memory/hierarchical becomes the point-to-point
 /// algorithm with the lowest predicted time (lib/hier's paths are blocking).
-Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
                              bool in_place);
 
 /// An owned copy of a Layout (a Layout itself only points at its arrays).
@@ -52,7 +52,7 @@ namespace detail {
 
 class Operation {
  public:
-  Operation(Algorithm a, const Layout& layout) : algorithm_(a), layout_(layout) {}
+  Operation(const AlgorithmChoice& a, const Layout& layout) : choice_(a), layout_(layout) {}
   virtual ~Operation() = default;
   Operation(const Operation&) = delete;
   Operation& operator=(const Operation&) = delete;
@@ -67,7 +67,8 @@ class Operation {
   void try_progress() noexcept;
 
   bool active() const { return active_; }
-  Algorithm algorithm() const { return algorithm_; }
+  Algorithm algorithm() const { return choice_.id; }
+  const AlgorithmChoice& choice() const { return choice_; }
   std::uint64_t starts() const { return starts_; }
 
  protected:
@@ -80,7 +81,7 @@ class Operation {
   void rethrow_failure();
 
   std::mutex mutex_;
-  Algorithm algorithm_;
+  AlgorithmChoice choice_;
   OwnedLayout layout_;
   std::atomic<bool> active_{false};
   std::uint64_t starts_ = 0;
@@ -89,11 +90,11 @@ class Operation {
 
 /// A single nonblocking call on the communicator's private duplicate, tagged with
 /// the call's own tag (CommContext::next_tag), so that overlapping calls never match.
-OperationPtr make_single(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                          const Layout& layout);
 
 /// A persistent call on a duplicate of its own (lib/core/nonblocking_plan.cpp).
-OperationPtr make_persistent(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                              const Layout& layout);
 
 /// Progress engine: the set of operations the progress thread advances.

@@ -37,14 +37,14 @@ namespace {
 
 class Persistent final : public Operation {
  public:
-  Persistent(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
+  Persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
       : Operation(a, layout),
         ctx_(ctx),
         buffers_(buffers),
         rank_(ctx.rank()),
-        checks_(Checks::of(a)),
+        checks_(Checks::of(a.id)),
         timeout_(timeout_seconds()) {
-    if (is_blocking_path(a)) return;
+    if (is_blocking_path(a.id)) return;
     try {
       build(ctx.schedule(a));
     } catch (...) {
@@ -177,7 +177,7 @@ class Persistent final : public Operation {
       throw Error(MPI_ERR_REQUEST,
                   "agx: start() on a plan whose earlier start failed; make a new plan");
     // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
-    on_device_ = cuda::run_if_device(ctx_, algorithm(), buffers_, layout());
+    on_device_ = cuda::run_if_device(ctx_, choice(), buffers_, layout());
     if (on_device_) return;
     if (is_blocking_path(algorithm())) {
       hier::run(ctx_, algorithm(), buffers_, layout());
@@ -243,7 +243,7 @@ class Persistent final : public Operation {
 
 }  // namespace
 
-OperationPtr make_persistent(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                              const Layout& layout) {
   OperationPtr op(new Persistent(ctx, a, buffers, layout));
   progress_register(op.get());

@@ -1,6 +1,6 @@
 #pragma once
-// The one algorithm interface and its registry. A planner declares what it can
-// serve and plans a schedule; it never calls MPI.
+// The one algorithm interface. A planner declares what it can serve and plans a
+// schedule; it never calls MPI. The planners are listed in the registry (registry.hpp).
 
 #include <agx/algorithm.hpp>
 
@@ -24,18 +24,11 @@ class Planner {
   virtual Schedule plan(const Problem& p) const = 0;
 };
 
-/// Every concrete algorithm (not `automatic`), in table order.
+/// Every planner of the registry, in registry order.
 std::span<const Planner* const> all_planners();
 
-/// The planner of a concrete algorithm; throws agx::Error for `automatic`.
+/// The planner of an algorithm; throws agx::Error (MPI_ERR_ARG) for one without a
+/// planner (`automatic`, and the paths lib/hier runs).
 const Planner& planner_for(Algorithm a);
-
-// One accessor per algorithm file.
-const Planner& direct_planner();
-const Planner& ring_planner();
-const Planner& neighbor_exchange_planner();
-const Planner& recursive_doubling_planner();
-const Planner& bruck_planner();
-const Planner& distance_halving_planner();
 
 }  // namespace agx

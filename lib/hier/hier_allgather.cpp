@@ -34,6 +34,7 @@
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
 #include "core/planner.hpp"
+#include "core/registry.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/node_stage.hpp"
 #include "hier/settings.hpp"
@@ -49,14 +50,20 @@ namespace {
 constexpr std::size_t small_total_bytes = 64 * 1024;
 
 // The inter-node algorithm: AGX_HIER_INTER, else the selection rule applied to nodes.
-Algorithm inter_algorithm(int nnodes, std::size_t total) {
+AlgorithmChoice inter_algorithm(int nnodes, std::size_t total) {
   const Settings& s = settings();
   if (!s.invalid_inter.empty())
     throw Error(MPI_ERR_ARG, "agx: AGX_HIER_INTER='" + s.invalid_inter +
                                  "' names no point-to-point algorithm");
+  if (s.inter) {
+    const std::string why = planner_for(s.inter->id).unsupported_reason({nnodes, 0, s.inter->radix});
+    if (!why.empty())
+      throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + to_string(*s.inter) +
+                                   "' cannot serve " + std::to_string(nnodes) + " nodes: " + why);
+    return *s.inter;
+  }
   Algorithm a = Algorithm::ring;
-  if (s.inter) a = *s.inter;
-  else if (nnodes == 1) a = Algorithm::direct;
+  if (nnodes == 1) a = Algorithm::direct;
   else if (total <= small_total_bytes)
     a = (nnodes & (nnodes - 1)) == 0 ? Algorithm::recursive_doubling : Algorithm::bruck;
   else a = nnodes % 2 == 0 ? Algorithm::neighbor_exchange : Algorithm::ring;
@@ -64,7 +71,7 @@ Algorithm inter_algorithm(int nnodes, std::size_t total) {
   if (!why.empty())
     throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + std::string(to_string(a)) +
                                  "' cannot serve " + std::to_string(nnodes) + " nodes: " + why);
-  return a;
+  return resolve({a, 0});
 }
 
 // Node-major offsets of every block in the segment, node aggregates and their slices.
@@ -99,9 +106,9 @@ void plan_slices(HierContext& h, int l) {
 
 // How the point-to-point stages of these paths name themselves in AGX_TIMEOUT reports
 // (integrity is checked end to end around the whole call instead, see run()).
-Checks inter_checks(Algorithm inter, const char* stage) {
+Checks inter_checks(const AlgorithmChoice& inter, const char* stage) {
   Checks c;
-  c.algorithm = to_string(inter);
+  c.algorithm = to_string(inter.id);
   c.stage = stage;
   return c;
 }
@@ -116,7 +123,8 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
                                  std::to_string(t.nnodes) + " nodes (use 'hierarchical')");
   std::size_t total = 0;
   for (int r = 0; r < t.size; ++r) total += layout.bytes(r);
-  const Algorithm inter = t.nnodes > 1 ? inter_algorithm(t.nnodes, total) : Algorithm::direct;
+  const AlgorithmChoice inter =
+      t.nnodes > 1 ? inter_algorithm(t.nnodes, total) : AlgorithmChoice{Algorithm::direct, 0};
   const int me = t.rank;
   if (total == 0) return;
   if (t.size == 1 || t.nnodes == t.size) {  // nothing shared: own block, then the schedule

@@ -33,6 +33,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,8 +92,9 @@ class HierContext {
   std::byte* region(std::uint64_t gen, std::size_t total);
   std::size_t data_bytes() const { return data_ ? data_->size() : 0; }
 
-  /// The inter-node schedule of this rank among the leaders, planned once per algorithm.
-  const Schedule& inter_schedule(Algorithm a);
+  /// The inter-node schedule of this rank among the leaders, planned once per algorithm
+  /// and parameters.
+  const Schedule& inter_schedule(const AlgorithmChoice& a);
   int next_leader_tag() { return static_cast<int>(leader_tag_++ % 32768u); }
 
   /// Records that every local rank has finished reading call `gen` and all before it
@@ -117,7 +119,7 @@ class HierContext {
   std::array<std::uint64_t, 2> last_use_{};
   std::uint64_t grows_ = 0;
   unsigned leader_tag_ = 0;
-  std::array<std::optional<Schedule>, algorithm_table.size()> inter_;
+  std::map<AlgorithmChoice, Schedule> inter_;
 };
 
 }  // namespace agx::hier

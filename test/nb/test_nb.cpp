@@ -26,11 +26,15 @@ using namespace nb_test;
 
 namespace {
 
-constexpr agx::Algorithm p2p[] = {agx::Algorithm::automatic, agx::Algorithm::direct,
-                                  agx::Algorithm::ring, agx::Algorithm::neighbor_exchange,
-                                  agx::Algorithm::recursive_doubling, agx::Algorithm::bruck};
+// auto and every point-to-point algorithm of the registry at each of its radices.
+const std::vector<agx::AlgorithmChoice> p2p = [] {
+  std::vector<agx::AlgorithmChoice> v{{agx::Algorithm::automatic}};
+  for (const auto& a : agx::algorithm_variants())
+    if (agx::algorithm_info(a.id).point_to_point) v.push_back(a);
+  return v;
+}();
 
-std::string name(agx::Algorithm a) { return std::string(agx::to_string(a)); }
+std::string name(agx::AlgorithmChoice a) { return agx::to_string(a); }
 
 // One in-flight call: its buffers live as long as the request.
 struct Pending {
@@ -61,7 +65,7 @@ void complete_in_random_order(std::vector<Pending>& calls, std::mt19937& rng) {
   }
 }
 
-Pending start_one(MPI_Comm comm, agx::Algorithm a, unsigned salt, std::size_t count) {
+Pending start_one(MPI_Comm comm, agx::AlgorithmChoice a, unsigned salt, std::size_t count) {
   int rank = 0, n = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &n);
@@ -73,7 +77,7 @@ Pending start_one(MPI_Comm comm, agx::Algorithm a, unsigned salt, std::size_t co
   p.recv = std::make_unique<Guarded>(count * static_cast<std::size_t>(n));
   p.what = "overlap " + name(a) + " count " + std::to_string(count) + " salt " +
            std::to_string(salt);
-  agx::Allgather<std::uint32_t> g(comm, {a});
+  agx::Allgather<std::uint32_t> g(comm, {a.id, true, a.radix});
   p.request = g.start(p.send, std::span(p.recv->data(), p.recv->size()));
   if (p.request.algorithm() == agx::Algorithm::shared_memory ||
       p.request.algorithm() == agx::Algorithm::hierarchical)
@@ -87,7 +91,7 @@ void overlapping_same_comm(std::mt19937& rng) {
   unsigned salt = 100;
   for (int round = 0; round < 3; ++round) {
     calls.clear();
-    for (agx::Algorithm a : p2p)
+    for (agx::AlgorithmChoice a : p2p)
       for (std::size_t c : counts) calls.push_back(start_one(MPI_COMM_WORLD, a, salt++, c));
     complete_in_random_order(calls, rng);
   }
@@ -104,7 +108,7 @@ void overlapping_comms(std::mt19937& rng) {
     std::vector<Pending> calls;
     unsigned salt = 1000 + static_cast<unsigned>(round) * 10;
     for (MPI_Comm c : {MPI_COMM_WORLD, reversed, split, reversed, MPI_COMM_WORLD}) {
-      calls.push_back(start_one(c, p2p[static_cast<std::size_t>(salt) % 6], salt, 333));
+      calls.push_back(start_one(c, p2p[static_cast<std::size_t>(salt) % p2p.size()], salt, 333));
       ++salt;
     }
     complete_in_random_order(calls, rng);

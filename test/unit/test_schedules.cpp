@@ -1,11 +1,15 @@
 // Every algorithm's schedule, validated symbolically for many rank counts: no MPI.
+// "Every algorithm" is every planner of the registry, at radices 2, 3, 4, 5, 8 and the
+// ones the registry lists when it takes a radix.
 
 #include <catch2/catch.hpp>
 
 #include "core/message.hpp"
 #include "core/planner.hpp"
+#include "core/registry.hpp"
 #include "core/validator.hpp"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,10 +25,31 @@ std::vector<int> rank_counts() {
   return ns;
 }
 
-std::vector<Schedule> plan_all(const Planner& p, int n) {
+std::vector<Schedule> plan_all(const Planner& p, int n, int radix = 0) {
   std::vector<Schedule> s;
-  for (int r = 0; r < n; ++r) s.push_back(p.plan({n, r}));
+  for (int r = 0; r < n; ++r) s.push_back(p.plan({n, r, radix}));
   return s;
+}
+
+// Every planner of the registry with each radix to prove it at (0: none).
+struct Variant {
+  const Planner* planner;
+  int radix;
+  std::string name;
+};
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (const RegistryEntry& e : registry()) {
+    if (e.planner == nullptr) continue;
+    std::vector<int> radices{0};
+    if (e.info.default_radix != 0) {
+      radices = {2, 3, 4, 5, 8};
+      for (int k : e.info.radices)
+        if (std::find(radices.begin(), radices.end(), k) == radices.end()) radices.push_back(k);
+    }
+    for (int k : radices) v.push_back({&e.planner(), k, to_string(AlgorithmChoice{e.info.id, k})});
+  }
+  return v;
 }
 
 // Block sizes: equal, uneven with zeros, one huge block; offsets in reverse order with gaps.
@@ -55,25 +80,24 @@ std::vector<std::size_t> reversed_offsets(const std::vector<std::size_t>& bytes)
 }  // namespace
 
 TEST_CASE("every algorithm's schedule is a correct all-gather", "[validator]") {
-  for (const Planner* p : all_planners()) {
-    const std::string name(to_string(p->id()));
+  for (const Variant& v : variants()) {
     for (int n : rank_counts()) {
-      if (!p->unsupported_reason({n, 0}).empty()) continue;
-      INFO(name << " at N=" << n);
-      REQUIRE(validate(*p, n) == "");
+      if (!v.planner->unsupported_reason({n, 0, v.radix}).empty()) continue;
+      INFO(v.name << " (radix " << v.radix << ") at N=" << n);
+      REQUIRE(validate(plan_all(*v.planner, n, v.radix)) == "");
     }
   }
 }
 
 TEST_CASE("schedules cut the same messages on both sides for any block sizes", "[validator]") {
-  for (const Planner* p : all_planners()) {
+  for (const Variant& v : variants()) {
     for (int n : {1, 2, 3, 5, 8, 13, 33, 64, 100}) {
-      const auto schedules = plan_all(*p, n);
+      const auto schedules = plan_all(*v.planner, n, v.radix);
       for (int pattern = 0; pattern < 4; ++pattern) {
         const auto bytes = sizes_for(n, pattern);
         const auto offsets = reversed_offsets(bytes);
         for (std::size_t max_bytes : {std::size_t{7}, std::size_t{64}, std::size_t{1} << 30}) {
-          INFO(to_string(p->id()) << " N=" << n << " pattern=" << pattern << " max=" << max_bytes);
+          INFO(v.name << " (radix " << v.radix << ") N=" << n << " pattern=" << pattern << " max=" << max_bytes);
           REQUIRE(validate_messages(schedules, Layout::varying(bytes, offsets), max_bytes) == "");
         }
       }
@@ -98,29 +122,29 @@ TEST_CASE("round counts match the documented formulas", "[planner]") {
 TEST_CASE("the validator rejects broken schedules", "[validator]") {
   const int n = 6;
   SECTION("a rank sends a block it does not hold") {
-    auto s = plan_all(ring_planner(), n);
+    auto s = plan_all(planner_for(Algorithm::ring), n);
     s[2].rounds[0].sends[0].blocks[0].first = 4;
     s[3].rounds[0].recvs[0].blocks[0].first = 4;
     CHECK_THAT(validate(s), Catch::Contains("does not hold"));
   }
   SECTION("a receive is dropped") {
-    auto s = plan_all(bruck_planner(), n);
+    auto s = plan_all(planner_for(Algorithm::bruck), n);
     s[1].rounds[1].recvs.clear();
     CHECK_THAT(validate(s), Catch::Contains("never received"));
   }
   SECTION("a receive expects other blocks") {
-    auto s = plan_all(recursive_doubling_planner(), 8);
+    auto s = plan_all(planner_for(Algorithm::recursive_doubling), 8);
     s[5].rounds[2].recvs[0].blocks[0].count = 1;
     CHECK_THAT(validate(s), Catch::Contains("does not match"));
   }
   SECTION("a rank never gets a block") {
-    auto s = plan_all(ring_planner(), n);
+    auto s = plan_all(planner_for(Algorithm::ring), n);
     s[0].rounds.back().recvs.clear();
     s[n - 1].rounds.back().sends.clear();
     CHECK_THAT(validate(s), Catch::Contains("ends without block"));
   }
   SECTION("a block arrives twice") {
-    auto s = plan_all(direct_planner(), 3);
+    auto s = plan_all(planner_for(Algorithm::direct), 3);
     // rank 1 also forwards block 1 to rank 0 in a second round, where 0 already has it.
     Round extra;
     add_send(extra, 0, {{1, 1}});
