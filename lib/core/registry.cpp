@@ -21,6 +21,8 @@ const Planner& distance_halving_planner();
 
 namespace {
 
+constexpr int bruck_radices[] = {2, 4, 8};
+
 // clang-format off
 constexpr RegistryEntry entries[] = {
   {{Algorithm::automatic, "auto", "choose per call: measured winner from the tuning file, else the lowest predicted time", "", "", 0, {}, false},
@@ -33,8 +35,8 @@ constexpr RegistryEntry entries[] = {
    &neighbor_exchange_planner, "lib/ring/neighbor_exchange.cpp", "N/2 (even N); (N−1)/2 + 2 (odd N)", "(N−1)·M in N/2 messages"},
   {{Algorithm::recursive_doubling, "recursive_doubling", "log₂N rounds with partner rank XOR 2^k; non-power-of-two N folds the extra ranks", "", "none", 0, {}, true},
    &recursive_doubling_planner, "lib/rd/recursive_doubling.cpp", "log₂N (power of two); ⌊log₂N⌋ + 2", "(N−1)·M (+ (N−1)·M on the last hop when folded)"},
-  {{Algorithm::bruck, "bruck", "ceil(log2 N) rounds for any N, blocks addressed by index: no final rotation", "", "none", 0, {}, true},
-   &bruck_planner, "lib/rd/bruck.cpp", "⌈log₂N⌉", "(N−1)·M in ⌈log₂N⌉ messages"},
+  {{Algorithm::bruck, "bruck", "radix-k Bruck: in round r send what you hold to k−1 peers rank − j·k^r; no final rotation", "k: radix, 2 or more (default 2; k ≥ N is one round)", "none", 2, bruck_radices, true},
+   &bruck_planner, "lib/rd/bruck.cpp", "⌈log_k N⌉", "(N−1)·M in up to (k−1)·⌈log_k N⌉ messages"},
   {{Algorithm::hierarchical, "hierarchical", "node stage in shared memory, node aggregates between nodes by a schedule (lib/hier)", "", "more than one node, and fewer nodes than ranks", 0, {}, false},
    nullptr, "lib/hier/hier_allgather.cpp", "node stage + inter-node schedule", "see docs/hierarchy.md"},
   {{Algorithm::shared_memory, "shared_memory", "one node: shared segment with flag sync, single copy for large blocks (lib/hier)", "", "all ranks on one node", 0, {}, false},

@@ -133,7 +133,8 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   t.header = {"machine host1 AMD EPYC", "command agx-tune"};
   t.params.node.alpha_s = 2.5e-6;
   t.params.network.beta_s_per_byte = 1e-10;
-  t.best = {{4, 4, 64, Algorithm::shared_memory}, {4, 4, 1 << 20, Algorithm::ring}};
+  t.best = {{4, 4, 64, Algorithm::shared_memory}, {4, 4, 1 << 20, Algorithm::ring},
+            {4, 4, 4 << 20, {Algorithm::bruck, 4}}};
   t.group_nodes = 16;
   t.params.group_link_s_per_byte = 2e-11;
   const Tuning back = parse_tuning(format_tuning(t), "test");
@@ -143,13 +144,15 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   CHECK(back.params.node.alpha_s == Approx(2.5e-6));
   CHECK(back.params.network.beta_s_per_byte == Approx(1e-10));
   CHECK(back.header == t.header);
-  REQUIRE(back.best.size() == 2);
+  REQUIRE(back.best.size() == 3);
+  CHECK(back.measured(4, 4, 3 << 20) == AlgorithmChoice{Algorithm::bruck, 4});  // "bruck:k=4"
   CHECK(back.measured(4, 4, 8).id == Algorithm::shared_memory);
   CHECK(back.measured(4, 4, 1000).id == Algorithm::ring);
-  CHECK(back.measured(4, 4, 2 << 20).id == Algorithm::automatic);  // beyond what was measured
+  CHECK(back.measured(4, 4, 8 << 20).id == Algorithm::automatic);  // beyond what was measured
   CHECK(back.measured(8, 4, 8).id == Algorithm::automatic);        // another shape
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nnode.alpha_s -1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 warp_drive\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 bruck:k=1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("node.alpha_s 1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 2\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ngroup.nodes 2.5\n", "t"), Error);

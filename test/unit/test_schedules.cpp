@@ -119,6 +119,71 @@ TEST_CASE("round counts match the documented formulas", "[planner]") {
   }
 }
 
+namespace {
+
+// The classic (radix 2) Bruck schedule as lib/rd/bruck.cpp planned it before radices.
+Schedule classic_bruck(int n, int r) {
+  Schedule s{n, r, {}};
+  for (int dist = 1; dist < n; dist *= 2) {
+    const int count = std::min(dist, n - dist);
+    Round round;
+    std::vector<BlockSpan> send, recv;
+    append_wrapped(send, r, count, n);
+    append_wrapped(recv, r + dist, count, n);
+    add_send(round, (r - dist + n) % n, std::move(send));
+    add_recv(round, (r + dist) % n, std::move(recv));
+    s.rounds.push_back(std::move(round));
+  }
+  return s;
+}
+
+bool same_transfers(const std::vector<Transfer>& a, const std::vector<Transfer>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].peer != b[i].peer || a[i].blocks != b[i].blocks) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("plain bruck (radix 2) plans exactly the classic schedule", "[planner]") {
+  const Planner& bruck = planner_for(Algorithm::bruck);
+  for (int n : rank_counts())
+    for (int r = 0; r < n; ++r)
+      for (int radix : {0, 2}) {
+        const Schedule got = bruck.plan({n, r, radix}), want = classic_bruck(n, r);
+        INFO("N=" << n << " rank " << r << " radix " << radix);
+        REQUIRE(got.rounds.size() == want.rounds.size());
+        for (std::size_t k = 0; k < got.rounds.size(); ++k) {
+          REQUIRE(same_transfers(got.rounds[k].sends, want.rounds[k].sends));
+          REQUIRE(same_transfers(got.rounds[k].recvs, want.rounds[k].recvs));
+        }
+      }
+}
+
+TEST_CASE("radix-k bruck: ceil(log_k N) rounds, k-1 peers per full round", "[planner]") {
+  const Planner& bruck = planner_for(Algorithm::bruck);
+  for (int k : {2, 3, 4, 5, 8, 16})
+    for (int n : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65, 100, 1000, 1024}) {
+      std::size_t rounds = 0;
+      for (long long reach = 1; reach < n; reach *= k) ++rounds;
+      INFO("k=" << k << " N=" << n);
+      const Schedule s = bruck.plan({n, n / 2, k});
+      REQUIRE(s.rounds.size() == rounds);
+      long long dist = 1;
+      for (const Round& round : s.rounds) {
+        const long long peers = std::min<long long>(k - 1, (n - 1) / dist);
+        CHECK(round.sends.size() == static_cast<std::size_t>(peers));
+        CHECK(round.recvs.size() == static_cast<std::size_t>(peers));
+        dist *= k;
+      }
+    }
+  // k >= N: one round, every other rank, like direct.
+  CHECK(bruck.plan({6, 0, 6}).rounds.size() == 1);
+  CHECK(bruck.plan({6, 0, 1000}).rounds[0].sends.size() == 5);
+  CHECK(bruck.plan({6, 0, 1 << 30}).rounds[0].recvs.size() == 5);
+}
+
 TEST_CASE("the validator rejects broken schedules", "[validator]") {
   const int n = 6;
   SECTION("a rank sends a block it does not hold") {
