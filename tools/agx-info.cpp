@@ -1,6 +1,7 @@
 // agx-info: what agx sees of the machine and the job, as every rank reports it.
 //
 //   mpirun -np 4 agx-info [--call BYTES] [--sizes MIN:MAX]
+//   agx-info --algorithms | --algorithms-markdown | --check-variants NAME...
 //
 // Prints, per node (from its first rank): the nodes and their ranks (after any
 // virtual-node setting), the machine as hwloc sees it (packages, NUMA domains,
@@ -10,9 +11,16 @@
 // Then (rank 0): the MPI library and whether it is CUDA-aware, the tuning in use, and the
 // predicted time of every algorithm for per-rank sizes MIN..MAX (×4; default 8 B..16 MiB)
 // with auto's choice marked.
+//
+// Without MPI (the registry only, lib/core/registry.cpp): --algorithms prints every
+// algorithm variant the test suites force and `auto` weighs, one per line ("bruck:k=4");
+// --algorithms-markdown prints the table of docs/algorithms.md; --check-variants LIST --
+// NODE exits 1 with a message unless LIST is exactly that list and NODE the variants that
+// are not point-to-point (the test suites' lists in meson.build cannot drift).
 
 #include <agx/agx.hpp>
 
+#include "core/registry.hpp"
 #include "core/select.hpp"
 #include "hier/hier.hpp"
 
@@ -26,7 +34,51 @@
 #include <string>
 #include <vector>
 
+namespace {
+
+// The registry modes; -1 when argv asks for none of them.
+int registry_mode(int argc, char** argv) {
+  if (argc < 2) return -1;
+  const std::string mode = argv[1];
+  std::vector<std::string> variants;
+  for (const agx::AlgorithmChoice& c : agx::algorithm_variants()) variants.push_back(agx::to_string(c));
+  if (mode == "--algorithms") {
+    for (const auto& v : variants) std::printf("%s\n", v.c_str());
+    return 0;
+  }
+  if (mode == "--algorithms-markdown") {
+    std::fputs(agx::registry_markdown().c_str(), stdout);
+    return 0;
+  }
+  if (mode == "--check-variants") {  // VARIANT... -- NODE_LEVEL_VARIANT...
+    std::vector<std::string> node;
+    for (const agx::AlgorithmChoice& c : agx::algorithm_variants())
+      if (!agx::algorithm_info(c.id).point_to_point) node.push_back(agx::to_string(c));
+    std::vector<std::string> given(argv + 2, argv + argc), given_node;
+    if (const auto dash = std::find(given.begin(), given.end(), "--"); dash != given.end()) {
+      given_node.assign(dash + 1, given.end());
+      given.erase(dash, given.end());
+    }
+    if (given == variants && given_node == node) return 0;
+    auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& x : v) s += " " + x;
+      return s;
+    };
+    std::fprintf(stderr,
+                 "agx-info: the lists of algorithms differ from the registry (lib/core/registry.cpp)\n"
+                 "  registry: %s --%s\n  lists:    %s --%s\n"
+                 "update agx_algorithm_variants and agx_node_algorithms in the top-level meson.build\n",
+                 join(variants).c_str(), join(node).c_str(), join(given).c_str(), join(given_node).c_str());
+    return 1;
+  }
+  return -1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (const int rc = registry_mode(argc, argv); rc >= 0) return rc;
   MPI_Init(&argc, &argv);
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -133,9 +133,9 @@ double copy_cost() {
 }
 
 // Median slowest-rank time of one algorithm at `bytes` per rank, out of place.
-double time_algorithm(agx::Algorithm a, std::size_t bytes, int iters) {
+double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters) {
   std::vector<unsigned char> send(bytes, static_cast<unsigned char>(rank)), recv(bytes * nranks);
-  agx::Allgather<unsigned char> gather(MPI_COMM_WORLD, {a});
+  agx::Allgather<unsigned char> gather(MPI_COMM_WORLD, {a.id, true, a.radix});
   gather(send, recv);  // warm-up (also creates per-communicator state)
   std::vector<double> t(static_cast<std::size_t>(iters));
   for (int i = 0; i < iters; ++i) {
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
   t.params.copy_s_per_byte = copy_cost();
   if (topo.nnodes == 1 && nranks >= 2) {
-    const double sync = time_algorithm(agx::Algorithm::shared_memory, 1, 200);
+    const double sync = time_algorithm({agx::Algorithm::shared_memory}, 1, 200);
     t.params.node_sync_s = sync / 2;  // two synchronizations per call
   }
 
@@ -226,16 +226,16 @@ int main(int argc, char** argv) {
     if (rank == 0 && compare)
       std::printf("%10s %20s %12s %12s %8s\n", "bytes", "algorithm", "measured_us", "predicted_us", "error");
     for (std::size_t bytes : sizes) {
-      agx::Algorithm best = agx::Algorithm::automatic;
+      agx::AlgorithmChoice best;
       double best_t = std::numeric_limits<double>::max();
       const int iters = bytes >= (1 << 20) ? 10 : 50;
-      for (const auto& e : agx::algorithm_table) {
-        if (e.id == agx::Algorithm::automatic || !can_run(e.id, placement)) continue;
-        const double m = time_algorithm(e.id, bytes, iters);
-        if (m < best_t) { best_t = m; best = e.id; }
+      for (const agx::AlgorithmChoice& e : agx::algorithm_variants()) {  // what auto weighs
+        if (!can_run(e.id, placement)) continue;
+        const double m = time_algorithm(e, bytes, iters);
+        if (m < best_t) { best_t = m; best = e; }
         if (rank == 0 && compare) {
-          const double p = agx::predict_algorithm(e.id, agx::Layout::uniform(nranks, bytes), placement, t.params, false);
-          std::printf("%10zu %20s %12.2f %12.2f %7.0f%%\n", bytes, std::string(e.name).c_str(), m * 1e6,
+          const double p = agx::predict_algorithm(e, agx::Layout::uniform(nranks, bytes), placement, t.params, false);
+          std::printf("%10zu %20s %12.2f %12.2f %7.0f%%\n", bytes, agx::to_string(e).c_str(), m * 1e6,
                       p * 1e6, (p - m) / m * 100);
         }
       }

@@ -63,11 +63,11 @@ struct Buffers {
 Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                           const Options& options = {});
 
-/// The algorithm `allgather_bytes` would run for this call (same choice, same
-/// environment). Collective on a communicator's first use (it discovers the topology and
-/// agrees on the tuning); afterwards local. Throws agx::Error for a forced algorithm
-/// that cannot serve the call.
-Algorithm choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options = {},
+/// The algorithm and parameters `allgather_bytes` would run for this call (same choice,
+/// same environment). Collective on a communicator's first use (it discovers the topology
+/// and agrees on the tuning); afterwards local. Throws agx::Error for a forced algorithm
+/// that cannot serve the call or bad parameters.
+AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options = {},
                            bool in_place = false);
 
 }  // namespace agx

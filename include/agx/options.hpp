@@ -11,6 +11,10 @@ struct Options {
   Algorithm algorithm = Algorithm::automatic;
   /// With false, `automatic` ignores AGX_ALGO (the interposer's fallback uses this).
   bool use_environment = true;
+  /// k of a radix-k algorithm (`bruck`: 2 or more, `Options{.algorithm = Algorithm::bruck,
+  /// .radix = 4}`); 0: its default. Another forced algorithm, or `automatic`, with a radix
+  /// is an agx::Error (MPI_ERR_ARG).
+  int radix = 0;
 };
 
 }  // namespace agx

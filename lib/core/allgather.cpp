@@ -23,25 +23,25 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
                           const Options& options) {
   check_config();
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const Algorithm a = select_algorithm(ctx, layout, options, buffers.in_place);
+  const AlgorithmChoice a = select_algorithm(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
-  if (cuda::run_if_device(ctx, a, buffers, layout)) return a;  // device buffers: lib/cuda
-  if (is_node_path(a)) {  // lib/hier's tuned blocking variants of the node schedules
-    hier::run(ctx, a, buffers, layout);
-    return a;
+  if (cuda::run_if_device(ctx, a, buffers, layout)) return a.id;  // device buffers: lib/cuda
+  if (is_node_path(a.id)) {  // lib/hier's tuned blocking variants of the node schedules
+    hier::run(ctx, a.id, buffers, layout);
+    return a.id;
   }
   Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
-              config().max_message_bytes, Checks::of(a));
+              config().max_message_bytes, Checks::of(a.id));
   e.start();
   if (!detail::progress_pending()) {
     e.wait();
-    return a;
+    return a.id;
   }
   while (!e.test()) {
     detail::progress_all();
     sched_yield();
   }
-  return a;
+  return a.id;
 }
 
 }  // namespace agx

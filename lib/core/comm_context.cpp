@@ -92,10 +92,11 @@ CommContext::~CommContext() {
   free_comm(comm_);  // kept allocated after an abandoned round (core/executor.hpp)
 }
 
-const Schedule& CommContext::schedule(Algorithm a) {
-  auto& slot = schedules_[static_cast<std::size_t>(a)];
-  if (!slot) slot = planner_for(a).plan({size_, rank_});
-  return *slot;
+const Schedule& CommContext::schedule(const AlgorithmChoice& a) {
+  auto it = schedules_.find(a);
+  if (it == schedules_.end())
+    it = schedules_.emplace(a, planner_for(a.id).plan({size_, rank_, a.radix})).first;
+  return it->second;
 }
 
 void SelectorDeleter::operator()(Selector* s) const { delete s; }

@@ -15,10 +15,8 @@
 
 #include "core/schedule.hpp"
 
-#include <array>
 #include <map>
 #include <memory>
-#include <optional>
 #include <tuple>
 
 namespace agx {
@@ -54,8 +52,8 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   int size() const { return size_; }
   int rank() const { return rank_; }
 
-  /// The schedule of this rank for a concrete algorithm, planned once.
-  const Schedule& schedule(Algorithm a);
+  /// The schedule of this rank for a concrete algorithm and its parameters, planned once.
+  const Schedule& schedule(const AlgorithmChoice& a);
 
   /// A fresh tag for the next collective on this communicator (same on every rank,
   /// since collectives are called in the same order everywhere).
@@ -76,7 +74,7 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   int size_ = 0;
   int rank_ = 0;
   unsigned sequence_ = 0;
-  std::array<std::optional<Schedule>, algorithm_table.size()> schedules_;
+  std::map<AlgorithmChoice, Schedule> schedules_;
   std::unique_ptr<hier::HierContext, hier::HierContextDeleter> hier_;
   std::unique_ptr<Selector, SelectorDeleter> selector_;
 

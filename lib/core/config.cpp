@@ -27,8 +27,8 @@ std::optional<FlipSeam> parse_flip(const char* text) {
 Config read_environment() {
   Config c;
   if (const char* algo = std::getenv("AGX_ALGO"); algo != nullptr && *algo != '\0') {
-    if (auto a = parse_algorithm(algo)) {
-      if (*a != Algorithm::automatic) c.forced = *a;
+    if (auto a = parse_algorithm_choice(algo, &c.invalid_algo_reason)) {
+      if (a->id != Algorithm::automatic) c.forced = *a;
     } else {
       c.invalid_algo = algo;
     }

@@ -16,10 +16,12 @@ struct FlipSeam {
 };
 
 struct Config {
-  /// AGX_ALGO: algorithm forced for calls whose options say `automatic`.
-  std::optional<Algorithm> forced;
-  /// AGX_ALGO's text when it names no algorithm (reported as an error at the call).
+  /// AGX_ALGO: algorithm (and parameters, "bruck:k=4") forced for calls whose options
+  /// say `automatic`.
+  std::optional<AlgorithmChoice> forced;
+  /// AGX_ALGO's text when it is not valid, and why (reported as an error at the call).
   std::string invalid_algo;
+  std::string invalid_algo_reason;
   /// AGX_MAX_MESSAGE_BYTES: largest single MPI message; bigger transfers are split.
   std::size_t max_message_bytes = default_max_message_bytes;
   /// AGX_CHECK=1: ranks agree on every call's sizes, algorithm and in-place use first.

@@ -5,6 +5,7 @@
 #include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,7 +16,8 @@ namespace {
 struct Summary {
   std::uint64_t sizes_hash;
   std::int32_t algorithm;
-  std::int32_t in_place;
+  std::int16_t radix;     // clamped: radices above 32767 compare as equal
+  std::int16_t in_place;
   std::uint64_t nblocks;
 };
 
@@ -40,19 +42,22 @@ std::vector<T> gather_all(MPI_Comm comm, int n, const T* mine, std::size_t count
 
 }  // namespace
 
-void check_consistency(CommContext& ctx, const Layout& layout, Algorithm algorithm, bool in_place) {
+void check_consistency(CommContext& ctx, const Layout& layout, const AlgorithmChoice& algorithm,
+                       bool in_place) {
   const int n = ctx.size();
-  const Summary mine{hash_sizes(layout), static_cast<std::int32_t>(algorithm), in_place ? 1 : 0,
+  const Summary mine{hash_sizes(layout), static_cast<std::int32_t>(algorithm.id),
+                     static_cast<std::int16_t>(std::min(algorithm.radix, 32767)),
+                     static_cast<std::int16_t>(in_place ? 1 : 0),
                      static_cast<std::uint64_t>(layout.nranks())};
   const std::vector<Summary> all = gather_all(ctx.comm(), n, &mine, 1);
   const Summary& first = all[0];
   for (int r = 1; r < n; ++r) {
     const Summary& s = all[static_cast<std::size_t>(r)];
-    if (s.algorithm != first.algorithm)
+    if (s.algorithm != first.algorithm || s.radix != first.radix)
       throw Error(MPI_ERR_ARG, "agx (AGX_CHECK): rank " + std::to_string(r) + " runs algorithm '" +
-                                   std::string(to_string(static_cast<Algorithm>(s.algorithm))) +
+                                   to_string(AlgorithmChoice{static_cast<Algorithm>(s.algorithm), s.radix}) +
                                    "', rank 0 runs '" +
-                                   std::string(to_string(static_cast<Algorithm>(first.algorithm))) +
+                                   to_string(AlgorithmChoice{static_cast<Algorithm>(first.algorithm), first.radix}) +
                                    "' (AGX_ALGO or the algorithm option differs between ranks)");
     if (s.in_place != first.in_place)
       throw Error(MPI_ERR_ARG, "agx (AGX_CHECK): rank " + std::to_string(r) +

@@ -13,6 +13,7 @@ namespace agx {
 class CommContext;
 
 /// Collective over ctx. Throws agx::Error on every rank when the ranks' calls differ.
-void check_consistency(CommContext& ctx, const Layout& layout, Algorithm algorithm, bool in_place);
+void check_consistency(CommContext& ctx, const Layout& layout, const AlgorithmChoice& algorithm,
+                       bool in_place);
 
 }  // namespace agx

@@ -151,11 +151,11 @@ std::vector<int> prediction_ranks(const Placement& placement, const CostParams& 
 }  // namespace
 
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
-                       const CostParams& params, bool in_place) {
+                       const CostParams& params, bool in_place, int radix) {
   const std::vector<int> ranks = prediction_ranks(placement, params);
   std::vector<Schedule> plans;
   plans.reserve(ranks.size());
-  for (int r : ranks) plans.push_back(planner.plan({layout.nranks(), r}));
+  for (int r : ranks) plans.push_back(planner.plan({layout.nranks(), r, radix}));
   return predict_plans(plans, ranks, layout, placement, params, in_place);
 }
 
@@ -174,13 +174,13 @@ double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement
   return predict_plans(plans, ranks, layout, placement, params, in_place);
 }
 
-double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
                          const CostParams& params, bool in_place, const NodeStageParams& stage) {
-  if (a == Algorithm::shared_memory && placement.nodes() != 1)
+  if (a.id == Algorithm::shared_memory && placement.nodes() != 1)
     return std::numeric_limits<double>::infinity();
-  if (a == Algorithm::shared_memory || a == Algorithm::hierarchical)
-    return predict_node_algorithm(a, layout, placement, params, in_place, stage);
-  return predict_seconds(planner_for(a), layout, placement, params, in_place);
+  if (a.id == Algorithm::shared_memory || a.id == Algorithm::hierarchical)
+    return predict_node_algorithm(a.id, layout, placement, params, in_place, stage);
+  return predict_seconds(planner_for(a.id), layout, placement, params, in_place, a.radix);
 }
 
 }  // namespace agx

@@ -78,14 +78,15 @@ class Placement {
 /// beyond, over a fixed sample of ranks (the first, last, middle, and the ranks where
 /// folding algorithms change role), the same on every rank; with groups, the sample also
 /// holds every rank of rank 0's group, so that group's outgoing links are counted exactly.
+/// `radix` is the planner's parameter (Problem::radix).
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
-                       const CostParams& params, bool in_place = false);
+                       const CostParams& params, bool in_place = false, int radix = 0);
 
 /// How a node stage is cut: leaders per node, the inter-node algorithm (unset: the
 /// rule of hier_inter_algorithm, core/planner.hpp).
 struct NodeStageParams {
   int leaders = 1;
-  std::optional<Algorithm> inter;
+  std::optional<AlgorithmChoice> inter;
 };
 
 /// shared_memory or hierarchical, priced from the schedule their planner makes for this
@@ -95,9 +96,9 @@ double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement
                               const CostParams& params, bool in_place,
                               const NodeStageParams& stage = {});
 
-/// Any concrete algorithm (schedules, shared_memory, hierarchical). Infinity when the
-/// algorithm cannot serve this placement (shared_memory across nodes).
-double predict_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
+/// Any concrete algorithm with its parameters (schedules, shared_memory, hierarchical).
+/// Infinity when the algorithm cannot serve this placement (shared_memory across nodes).
+double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
                          const CostParams& params, bool in_place,
                          const NodeStageParams& stage = {});
 

@@ -62,8 +62,8 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
   return ctx;
 }
 
-Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
-                             bool in_place) {
+AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+                                   bool in_place) {
   // The same choice as a blocking call's: shared_memory and hierarchical run on the
   // round engine too (lib/hier/node_call.cpp), so nothing is swapped.
   return select_algorithm(ctx, layout, options, in_place);
@@ -145,18 +145,18 @@ namespace {
 /// One nonblocking call: an Execution with the call's own tag on ctx's duplicate.
 class Single final : public Operation {
  public:
-  Single(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
+  Single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
       : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers) {}
 
  private:
   void do_start() override {
     // Device buffers: the device path (lib/cuda) runs whole, here.
-    if (cuda::run_if_device(*ctx_, algorithm(), buffers_, this->layout())) return;
+    if (cuda::run_if_device(*ctx_, choice(), buffers_, this->layout())) return;
     if (is_node_path(algorithm())) {  // the node schedule on the round engine
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, this->layout());
       return;
     }
-    execution_.emplace(ctx_->schedule(algorithm()), buffers_, this->layout(), ctx_->comm(),
+    execution_.emplace(ctx_->schedule(choice()), buffers_, this->layout(), ctx_->comm(),
                        ctx_->next_tag(), config().max_message_bytes, Checks::of(algorithm()));
     execution_->start();
   }
@@ -173,7 +173,7 @@ class Single final : public Operation {
 
 }  // namespace
 
-OperationPtr make_single(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                          const Layout& layout) {
   OperationPtr op(new Single(ctx, a, buffers, layout));
   progress_register(op.get());
@@ -192,7 +192,7 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
   check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // synchronizing
   detail::OperationPtr op = detail::make_single(ctx, a, buffers, layout);
   op->start();
@@ -204,7 +204,7 @@ Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const Algorithm a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // once, at planning
   return Plan(detail::make_persistent(ctx, a, buffers, layout));
 }

@@ -31,7 +31,7 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
 
 /// The algorithm of a nonblocking or persistent call: as select_algorithm (node paths
 /// run on the round engine, lib/hier/node_call.cpp).
-Algorithm select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
                              bool in_place);
 
 /// An owned copy of a Layout (a Layout itself only points at its arrays).
@@ -51,7 +51,7 @@ namespace detail {
 
 class Operation {
  public:
-  Operation(Algorithm a, const Layout& layout) : algorithm_(a), layout_(layout) {}
+  Operation(const AlgorithmChoice& a, const Layout& layout) : choice_(a), layout_(layout) {}
   virtual ~Operation() = default;
   Operation(const Operation&) = delete;
   Operation& operator=(const Operation&) = delete;
@@ -66,7 +66,8 @@ class Operation {
   void try_progress() noexcept;
 
   bool active() const { return active_; }
-  Algorithm algorithm() const { return algorithm_; }
+  Algorithm algorithm() const { return choice_.id; }
+  const AlgorithmChoice& choice() const { return choice_; }
   std::uint64_t starts() const { return starts_; }
 
  protected:
@@ -79,7 +80,7 @@ class Operation {
   void rethrow_failure();
 
   std::mutex mutex_;
-  Algorithm algorithm_;
+  AlgorithmChoice choice_;
   OwnedLayout layout_;
   std::atomic<bool> active_{false};
   std::uint64_t starts_ = 0;
@@ -88,11 +89,11 @@ class Operation {
 
 /// A single nonblocking call on the communicator's private duplicate, tagged with
 /// the call's own tag (CommContext::next_tag), so that overlapping calls never match.
-OperationPtr make_single(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                          const Layout& layout);
 
 /// A persistent call on a duplicate of its own (lib/core/nonblocking_plan.cpp).
-OperationPtr make_persistent(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                              const Layout& layout);
 
 /// Progress engine: the set of operations the progress thread advances.

@@ -37,14 +37,14 @@ namespace {
 
 class Persistent final : public Operation {
  public:
-  Persistent(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout)
+  Persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
       : Operation(a, layout),
         ctx_(ctx.share()),
         buffers_(buffers),
         rank_(ctx.rank()),
-        checks_(Checks::of(a)),
+        checks_(Checks::of(a.id)),
         timeout_(timeout_seconds()) {
-    if (is_node_path(a)) return;  // a node call per start (lib/hier/node_call.cpp)
+    if (is_node_path(a.id)) return;  // a node call per start (lib/hier/node_call.cpp)
     try {
       build(ctx.schedule(a));
     } catch (...) {
@@ -177,7 +177,7 @@ class Persistent final : public Operation {
       throw Error(MPI_ERR_REQUEST,
                   "agx: start() on a plan whose earlier start failed; make a new plan");
     // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
-    on_device_ = cuda::run_if_device(*ctx_, algorithm(), buffers_, layout());
+    on_device_ = cuda::run_if_device(*ctx_, choice(), buffers_, layout());
     if (on_device_) return;
     if (is_node_path(algorithm())) {
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, layout());
@@ -245,7 +245,7 @@ class Persistent final : public Operation {
 
 }  // namespace
 
-OperationPtr make_persistent(CommContext& ctx, Algorithm a, const Buffers& buffers,
+OperationPtr make_persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                              const Layout& layout) {
   OperationPtr op(new Persistent(ctx, a, buffers, layout));
   progress_register(op.get());

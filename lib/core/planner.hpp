@@ -1,6 +1,6 @@
 #pragma once
-// The one algorithm interface and its registry. A planner declares what it can
-// serve and plans a schedule; it never calls MPI.
+// The one algorithm interface. A planner declares what it can serve and plans a
+// schedule; it never calls MPI. The planners are listed in the registry (registry.hpp).
 
 #include <agx/algorithm.hpp>
 
@@ -27,33 +27,27 @@ class Planner {
   virtual Schedule plan(const Problem& p) const = 0;
 };
 
-/// Every concrete algorithm (not `automatic`), in table order.
+/// Every planner of the registry, in registry order.
 std::span<const Planner* const> all_planners();
 
-/// The planner of a concrete algorithm; throws agx::Error for `automatic`.
+/// The planner of an algorithm; throws agx::Error (MPI_ERR_ARG) for one without a
+/// planner (`automatic`, and the paths lib/hier runs).
 const Planner& planner_for(Algorithm a);
-
-// One accessor per algorithm file.
-const Planner& direct_planner();
-const Planner& ring_planner();
-const Planner& neighbor_exchange_planner();
-const Planner& recursive_doubling_planner();
-const Planner& bruck_planner();
-const Planner& distance_halving_planner();
 
 /// Where the ranks of a call are, and how its node stage is cut: what the planners of
 /// `shared_memory` and `hierarchical` need besides the rank (lib/hier/node_planner.cpp).
 struct NodeShape {
-  std::vector<int> node_of;            ///< per rank; nodes numbered by their lowest rank
-  int leaders = 1;                     ///< leaders per node (clamped to the smallest node)
-  std::optional<Algorithm> inter;      ///< the inter-node algorithm (AGX_HIER_INTER), or the rule
-  std::size_t total_bytes = 0;         ///< all blocks together (the inter-node rule reads it)
+  std::vector<int> node_of;               ///< per rank; nodes numbered by their lowest rank
+  int leaders = 1;                        ///< leaders per node (clamped to the smallest node)
+  std::optional<AlgorithmChoice> inter;   ///< the inter-node algorithm (AGX_HIER_INTER), or the rule
+  std::size_t total_bytes = 0;            ///< all blocks together (the inter-node rule reads it)
 };
 
 /// The inter-node algorithm of a hierarchical call: `forced`, else direct for one node,
 /// recursive doubling (power-of-two node counts) or Bruck up to 64 KiB in total, else
 /// neighbour exchange (even node counts) or ring. Throws agx::Error when it cannot serve.
-Algorithm hier_inter_algorithm(int nnodes, std::size_t total_bytes, std::optional<Algorithm> forced);
+AlgorithmChoice hier_inter_algorithm(int nnodes, std::size_t total_bytes,
+                                     std::optional<AlgorithmChoice> forced);
 
 /// Leaders per node that a call actually uses: `wanted` clamped to [1, smallest node].
 int hier_leaders(const NodeShape& shape);

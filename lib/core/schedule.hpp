@@ -66,6 +66,7 @@ struct Schedule {
 struct Problem {
   int nranks = 1;
   int rank = 0;
+  int radix = 0;  ///< k of radix-k planners (bruck); 0: the planner's default
 };
 
 /// Appends blocks [first, first + count) modulo n to `spans` as one or two spans.

@@ -6,6 +6,7 @@
 #include "core/config.hpp"
 #include "core/mpi_check.hpp"
 #include "core/planner.hpp"
+#include "core/registry.hpp"
 #include "hier/hier.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/settings.hpp"
@@ -73,26 +74,27 @@ Selector::Selector(CommContext& ctx)
   }
 }
 
-Algorithm Selector::measured(const Layout& layout) const {
-  const Algorithm a = tuning_.measured(placement_.nranks(), ranks_per_node_, mean_block_bytes(layout));
-  return a != Algorithm::automatic && can_serve(a, placement_) ? a : Algorithm::automatic;
+AlgorithmChoice Selector::measured(const Layout& layout) const {
+  const AlgorithmChoice a =
+      tuning_.measured(placement_.nranks(), ranks_per_node_, mean_block_bytes(layout));
+  return a.id != Algorithm::automatic && can_serve(a.id, placement_) ? a : AlgorithmChoice{};
 }
 
-std::vector<std::pair<Algorithm, double>> Selector::predictions(const Layout& layout,
-                                                                bool in_place) const {
-  std::vector<std::pair<Algorithm, double>> out;
-  for (const auto& e : algorithm_table)
-    if (can_serve(e.id, placement_))
-      out.emplace_back(e.id, predict_algorithm(e.id, layout, placement_, tuning_.params, in_place, stage_));
+std::vector<std::pair<AlgorithmChoice, double>> Selector::predictions(const Layout& layout,
+                                                                      bool in_place) const {
+  std::vector<std::pair<AlgorithmChoice, double>> out;
+  for (const AlgorithmChoice& a : algorithm_variants())
+    if (can_serve(a.id, placement_))
+      out.emplace_back(a, predict_algorithm(a, layout, placement_, tuning_.params, in_place, stage_));
   return out;
 }
 
-Algorithm Selector::choose(const Layout& layout, bool in_place) {
-  if (placement_.nranks() == 1) return Algorithm::direct;
+AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
+  if (placement_.nranks() == 1) return {Algorithm::direct, 0};
   const auto key = std::make_tuple(size_class(layout), in_place, layout.is_uniform());
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  Algorithm best = measured(layout);
-  if (best == Algorithm::automatic) {
+  AlgorithmChoice best = measured(layout);
+  if (best.id == Algorithm::automatic) {
     double best_s = std::numeric_limits<double>::infinity();
     for (const auto& [a, s] : predictions(layout, in_place))
       if (s < best_s) best_s = s, best = a;  // ties: table order (first wins)
@@ -103,37 +105,38 @@ Algorithm Selector::choose(const Layout& layout, bool in_place) {
 
 std::string Selector::reason(const Layout& layout, bool in_place) const {
   if (placement_.nranks() == 1) return "one rank";
-  if (measured(layout) != Algorithm::automatic) return "measured fastest (" + tuning_.source + ")";
+  if (measured(layout).id != Algorithm::automatic) return "measured fastest (" + tuning_.source + ")";
   (void)in_place;
   return "lowest predicted time (" + tuning_.source + ")";
 }
 
-Algorithm select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
-                           bool in_place) {
-  Algorithm a = options.algorithm;
-  if (a == Algorithm::automatic && options.use_environment) {
+AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
+                                 bool in_place) {
+  if (options.radix != 0 && options.algorithm == Algorithm::automatic)
+    throw Error(MPI_ERR_ARG, "agx: Options::radix = " + std::to_string(options.radix) +
+                                 " needs a forced algorithm that takes a radix (bruck)");
+  AlgorithmChoice choice = resolve({options.algorithm, options.radix});
+  if (choice.id == Algorithm::automatic && options.use_environment) {
     const Config& c = config();
-    if (!c.invalid_algo.empty()) {
-      std::string known;
-      for (const auto& e : algorithm_table) known += std::string(known.empty() ? "" : ", ") + std::string(e.name);
-      throw Error(MPI_ERR_ARG, "agx: AGX_ALGO='" + c.invalid_algo + "' names no algorithm (known: " + known + ")");
-    }
-    if (c.forced) a = *c.forced;
+    if (!c.invalid_algo.empty())
+      throw Error(MPI_ERR_ARG, "agx: AGX_ALGO='" + c.invalid_algo + "': " + c.invalid_algo_reason);
+    if (c.forced) choice = *c.forced;
   }
+  const Algorithm a = choice.id;
   if (a == Algorithm::automatic) return ctx.selector().choose(layout, in_place);
   if (a == Algorithm::shared_memory && !can_serve(a, ctx.selector().placement()))
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
                                  std::to_string(ctx.size()) + " ranks span " +
                                  std::to_string(ctx.selector().placement().nodes()) +
                                  " nodes (use 'hierarchical')");
-  if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return a;  // lib/hier
-  const std::string why = planner_for(a).unsupported_reason({ctx.size(), 0});
+  if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return choice;  // lib/hier
+  const std::string why = planner_for(a).unsupported_reason({ctx.size(), 0, choice.radix});
   if (!why.empty())
-    throw Error(MPI_ERR_ARG, "agx: algorithm '" + std::string(to_string(a)) + "' cannot serve this call: " + why);
-  return a;
+    throw Error(MPI_ERR_ARG, "agx: algorithm '" + to_string(choice) + "' cannot serve this call: " + why);
+  return choice;
 }
 
-Algorithm choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options, bool in_place) {
+AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options, bool in_place) {
   return select_algorithm(CommContext::of(comm), layout, options, in_place);
 }
 
@@ -163,12 +166,12 @@ std::string describe_selection(MPI_Comm comm, const std::vector<std::size_t>& si
   os << "predicted us per call (slowest rank), * = auto's choice:\n";
   for (std::size_t bytes : sizes) {
     const Layout layout = Layout::uniform(ctx.size(), bytes);
-    const Algorithm chosen = sel.choose(layout, false);
+    const AlgorithmChoice chosen = sel.choose(layout, false);
     std::snprintf(line, sizeof line, "%10zu B", bytes);
     os << line;
     for (const auto& [a, s] : sel.predictions(layout, false)) {
       std::snprintf(line, sizeof line, "  %s%s %.1f", a == chosen ? "*" : "",
-                    std::string(to_string(a)).c_str(), s * 1e6);
+                    to_string(a).c_str(), s * 1e6);
       os << line;
     }
     os << "  [" << sel.reason(layout, false) << "]";

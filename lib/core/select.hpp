@@ -3,7 +3,7 @@
 //   1. an explicit Options::algorithm; 2. AGX_ALGO; 3. `auto`:
 //   the measured winner from the tuning file for this (ranks, ranks per node, size class)
 //   when the file has one, else the argmin of the cost model's prediction over every
-//   algorithm that can serve the call.
+//   registered algorithm (at each of its radices) that can serve the call.
 // The choice is cached per communicator and size class, and is the same on every rank:
 // it depends only on the layout, the topology and the tuning, which rank 0 broadcasts.
 
@@ -29,10 +29,11 @@ class Selector {
   explicit Selector(CommContext& ctx);
 
   /// The automatic choice for this call.
-  Algorithm choose(const Layout& layout, bool in_place);
+  AlgorithmChoice choose(const Layout& layout, bool in_place);
 
-  /// Every algorithm that can serve the call, with its predicted seconds.
-  std::vector<std::pair<Algorithm, double>> predictions(const Layout& layout, bool in_place) const;
+  /// Every algorithm variant that can serve the call, with its predicted seconds.
+  std::vector<std::pair<AlgorithmChoice, double>> predictions(const Layout& layout,
+                                                              bool in_place) const;
 
   /// Why the automatic choice is what it is ("measured", "predicted").
   std::string reason(const Layout& layout, bool in_place) const;
@@ -43,13 +44,13 @@ class Selector {
   const NodeStageParams& stage() const { return stage_; }
 
  private:
-  Algorithm measured(const Layout& layout) const;
+  AlgorithmChoice measured(const Layout& layout) const;
 
   Placement placement_;
   Tuning tuning_;
   int ranks_per_node_ = 1;
   NodeStageParams stage_;
-  std::map<std::tuple<int, bool, bool>, Algorithm> cache_;  // (size class, in place, uniform)
+  std::map<std::tuple<int, bool, bool>, AlgorithmChoice> cache_;  // (size class, in place, uniform)
 };
 
 /// A readable table for agx-info: the tuning in use, then per size (bytes per rank,
@@ -57,8 +58,9 @@ class Selector {
 /// the call, the automatic choice marked with '*' and why. Collective on first use.
 std::string describe_selection(MPI_Comm comm, const std::vector<std::size_t>& sizes);
 
-/// The algorithm of a call: option, then AGX_ALGO, then ctx's selector.
-Algorithm select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
+/// The algorithm of a call: option, then AGX_ALGO, then ctx's selector. Parameters are
+/// checked and defaults filled in (a bad radix is an agx::Error, MPI_ERR_ARG).
+AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
                            bool in_place);
 
 }  // namespace agx

@@ -10,12 +10,12 @@
 
 namespace agx {
 
-Algorithm Tuning::measured(int ranks, int ranks_per_node, std::size_t mean_block_bytes) const {
+AlgorithmChoice Tuning::measured(int ranks, int ranks_per_node, std::size_t mean_block_bytes) const {
   // Entries for exactly this shape, smallest size class that covers the call.
   for (const MeasuredBest& b : best)
     if (b.ranks == ranks && b.ranks_per_node == ranks_per_node && mean_block_bytes <= b.max_bytes)
       return b.algorithm;
-  return Algorithm::automatic;
+  return {};
 }
 
 Tuning parse_tuning(const std::string& text, const std::string& source) {
@@ -45,8 +45,10 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
       MeasuredBest b;
       std::string name;
       if (!(words >> b.ranks >> b.ranks_per_node >> b.max_bytes >> name)) bad("expected: best RANKS RANKS_PER_NODE MAX_BYTES ALGORITHM");
-      const auto a = parse_algorithm(name);
-      if (!a || *a == Algorithm::automatic) bad("unknown algorithm");
+      std::string why;
+      const auto a = parse_algorithm_choice(name, &why);
+      if (!a) bad(why);
+      if (a->id == Algorithm::automatic) bad("'auto' is not a measured winner");
       b.algorithm = *a;
       t.best.push_back(b);
     } else {

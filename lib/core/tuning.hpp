@@ -19,7 +19,7 @@ struct MeasuredBest {
   int ranks = 0;
   int ranks_per_node = 0;
   std::size_t max_bytes = 0;
-  Algorithm algorithm = Algorithm::automatic;
+  AlgorithmChoice algorithm;  ///< with its parameters ("bruck:k=4" in the file)
 };
 
 struct Tuning {
@@ -32,7 +32,7 @@ struct Tuning {
   std::vector<std::string> header;  ///< machine, mpi, date, command lines of the file
 
   /// The measured winner for this call, or Algorithm::automatic when none applies.
-  Algorithm measured(int ranks, int ranks_per_node, std::size_t mean_block_bytes) const;
+  AlgorithmChoice measured(int ranks, int ranks_per_node, std::size_t mean_block_bytes) const;
 };
 
 /// Parses tuning text; throws agx::Error (MPI_ERR_ARG) naming the bad line.

@@ -77,21 +77,22 @@ bool is_node_algorithm(Algorithm a) {
   return a == Algorithm::hierarchical || a == Algorithm::shared_memory;
 }
 
-void announce(const CommContext& ctx, Path p, Algorithm a, const char* note) {
+void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const char* note) {
   last = p;
   static std::set<std::string> said;
   if (!cuda_settings().verbose || ctx.rank() != 0) return;
-  const std::string line = std::string(to_string(p)) + "/" + std::string(to_string(a)) + note;
+  const std::string line = std::string(to_string(p)) + "/" + to_string(a) + note;
   if (said.insert(line).second)
     std::fprintf(stderr, "agx: device buffers: path %s\n", line.c_str());
 }
 
 /// This rank's part of an aware or staging call.
-void run_local(CommContext& ctx, Path p, Algorithm a, const Buffers& b, const Layout& layout,
-               bool local_device, const StagingSettings& st) {
+void run_local(CommContext& ctx, Path p, const AlgorithmChoice& choice, const Buffers& b,
+               const Layout& layout, bool local_device, const StagingSettings& st) {
+  const Algorithm a = choice.id;
   if (!local_device) {  // host buffers in a device call: the host path, same message size
     if (is_node_algorithm(a)) hier::run(ctx, a, b, layout, false);
-    else execute(ctx.schedule(a), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
+    else execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
     return;
   }
   if (p == Path::aware && !is_node_algorithm(a)) {
@@ -100,7 +101,7 @@ void run_local(CommContext& ctx, Path p, Algorithm a, const Buffers& b, const La
       backend::copy_sync(static_cast<std::byte*>(b.recv) + layout.offset(ctx.rank()), b.send, own);
     else
       backend::wait_caller_stream();
-    execute(ctx.schedule(a), Buffers{nullptr, b.recv, true}, layout, ctx.comm(), ctx.next_tag(),
+    execute(ctx.schedule(choice), Buffers{nullptr, b.recv, true}, layout, ctx.comm(), ctx.next_tag(),
             st.piece_bytes);
     return;
   }
@@ -109,7 +110,7 @@ void run_local(CommContext& ctx, Path p, Algorithm a, const Buffers& b, const La
     run_staged(ops, backend::pinned_pool(), ctx.rank(), b, layout, st,
                [&](const Buffers& mirror) { hier::run(ctx, a, mirror, layout, false); });
   else
-    run_staging(ops, backend::pinned_pool(), ctx.schedule(a), b, layout, ctx.comm(),
+    run_staging(ops, backend::pinned_pool(), ctx.schedule(choice), b, layout, ctx.comm(),
                 ctx.next_tag(), st);
 }
 
@@ -117,7 +118,8 @@ void run_local(CommContext& ctx, Path p, Algorithm a, const Buffers& b, const La
 
 std::optional<Path> last_path() { return last; }
 
-bool run_if_device(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout) {
+bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                   const Layout& layout) {
   const CudaSettings& s = cuda_settings();
   if (!built_with_cuda() || s.off) return false;
   if (!state_of(ctx).any_gpu) return false;

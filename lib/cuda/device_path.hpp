@@ -20,7 +20,7 @@ namespace agx::cuda {
 /// Collective over ctx when any rank of the communicator sees a GPU (one small
 /// allreduce per call agrees on the memory kinds); without CUDA, or when no rank has a
 /// GPU, it returns false at once, without any MPI call after the first.
-bool run_if_device(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout);
+bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout);
 
 /// The path of this process's last device call (for tools and tests).
 std::optional<Path> last_path();

@@ -35,6 +35,7 @@
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
 #include "core/planner.hpp"
+#include "core/registry.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/node_stage.hpp"
 #include "hier/settings.hpp"
@@ -51,7 +52,7 @@ namespace {
 
 // The inter-node algorithm: AGX_HIER_INTER, else the rule (hier_inter_algorithm, the
 // same one the planner and so the cost model use).
-Algorithm inter_algorithm(int nnodes, std::size_t total) {
+AlgorithmChoice inter_algorithm(int nnodes, std::size_t total) {
   const Settings& s = settings();
   if (!s.invalid_inter.empty())
     throw Error(MPI_ERR_ARG, "agx: AGX_HIER_INTER='" + s.invalid_inter +
@@ -97,9 +98,9 @@ void plan_slices(HierContext& h, const Layout& layout, int l) {
 
 // How the point-to-point stages of these paths name themselves in AGX_TIMEOUT reports
 // (integrity is checked end to end around the whole call instead, see run()).
-Checks inter_checks(Algorithm inter, const char* stage) {
+Checks inter_checks(const AlgorithmChoice& inter, const char* stage) {
   Checks c;
-  c.algorithm = to_string(inter);
+  c.algorithm = to_string(inter.id);
   c.stage = stage;
   return c;
 }
@@ -114,7 +115,8 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
                                  std::to_string(t.nnodes) + " nodes (use 'hierarchical')");
   std::size_t total = 0;
   for (int r = 0; r < t.size; ++r) total += layout.bytes(r);
-  const Algorithm inter = t.nnodes > 1 ? inter_algorithm(t.nnodes, total) : Algorithm::direct;
+  const AlgorithmChoice inter =
+      t.nnodes > 1 ? inter_algorithm(t.nnodes, total) : AlgorithmChoice{Algorithm::direct, 0};
   const int me = t.rank;
   if (total == 0) return;
   if (t.size == 1 || t.nnodes == t.size) {  // nothing shared: own block, then the schedule

@@ -216,10 +216,11 @@ std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {
   return data_->data();
 }
 
-const Schedule& HierContext::inter_schedule(Algorithm a) {
-  auto& slot = inter_[static_cast<std::size_t>(a)];
-  if (!slot) slot = planner_for(a).plan({topo.nnodes, topo.node});
-  return *slot;
+const Schedule& HierContext::inter_schedule(const AlgorithmChoice& a) {
+  auto it = inter_.find(a);
+  if (it == inter_.end())
+    it = inter_.emplace(a, planner_for(a.id).plan({topo.nnodes, topo.node, a.radix})).first;
+  return it->second;
 }
 
 }  // namespace agx::hier

@@ -101,8 +101,9 @@ class HierContext {
   std::byte* region(std::uint64_t gen, std::size_t total);
   std::size_t data_bytes() const { return data_ ? data_->size() : 0; }
 
-  /// The inter-node schedule of this rank among the leaders, planned once per algorithm.
-  const Schedule& inter_schedule(Algorithm a);
+  /// The inter-node schedule of this rank among the leaders, planned once per algorithm
+  /// and parameters.
+  const Schedule& inter_schedule(const AlgorithmChoice& a);
   int next_leader_tag() { return static_cast<int>(leader_tag_++ % 32768u); }
 
   /// Records that every local rank has finished reading call `gen` and all before it
@@ -129,7 +130,7 @@ class HierContext {
   std::uint64_t single_copy_calls = 0, staged_calls = 0, inline_calls = 0;
 
   /// Schedules of the round engine's node calls (node_call.cpp), per (algorithm, inter).
-  std::map<std::pair<Algorithm, Algorithm>, Schedule> node_schedules;
+  std::map<std::pair<Algorithm, AlgorithmChoice>, Schedule> node_schedules;
   // Per-call scratch (no allocation on the hot path after the first call).
   std::vector<std::size_t> seg_offset, node_bytes, node_offset, slice_bytes, slice_offset;
 
@@ -151,7 +152,7 @@ class HierContext {
   std::array<std::uint64_t, 2> last_use_{};
   std::uint64_t grows_ = 0;
   unsigned leader_tag_ = 0;
-  std::array<std::optional<Schedule>, algorithm_table.size()> inter_;
+  std::map<AlgorithmChoice, Schedule> inter_;
 };
 
 }  // namespace agx::hier

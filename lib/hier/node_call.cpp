@@ -189,7 +189,7 @@ const Schedule& node_schedule(CommContext& ctx, Algorithm a, std::size_t total) 
   shape.leaders = h.leaders;
   shape.total_bytes = total;
   if (t.nnodes > 1) shape.inter = inter_algorithm(t.nnodes, total);
-  const auto key = std::make_pair(a, shape.inter.value_or(Algorithm::automatic));
+  const auto key = std::make_pair(a, shape.inter.value_or(AlgorithmChoice{}));
   auto it = h.node_schedules.find(key);
   if (it == h.node_schedules.end())
     it = h.node_schedules.emplace(key, plan_node_algorithm(a, shape, t.rank)).first;

@@ -13,6 +13,6 @@ namespace agx::hier {
 
 /// The inter-node algorithm of a call of `total` bytes on `nnodes` nodes (AGX_HIER_INTER
 /// or the rule; hier_allgather.cpp).
-Algorithm inter_algorithm(int nnodes, std::size_t total);
+AlgorithmChoice inter_algorithm(int nnodes, std::size_t total);
 
 }  // namespace agx::hier

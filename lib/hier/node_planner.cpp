@@ -34,6 +34,7 @@
 //   itself on the ranks' buffers; one node: shared_memory.
 
 #include "core/planner.hpp"
+#include "core/registry.hpp"
 
 #include <agx/error.hpp>
 
@@ -84,14 +85,14 @@ void append_slice(std::vector<BlockSpan>& spans, const Nodes& nodes, int j, int 
 }
 
 // Rounds of the longest inter-node schedule of `a` over `nnodes` (every node plans it).
-std::size_t inter_rounds(Algorithm a, int nnodes) {
+std::size_t inter_rounds(AlgorithmChoice a, int nnodes) {
   static std::mutex mutex;
-  static std::map<std::pair<Algorithm, int>, std::size_t> cache;
+  static std::map<std::pair<AlgorithmChoice, int>, std::size_t> cache;
   std::lock_guard lock(mutex);
   auto [it, fresh] = cache.try_emplace({a, nnodes}, 0);
   if (fresh)
     for (int j = 0; j < nnodes; ++j)
-      it->second = std::max(it->second, planner_for(a).plan({nnodes, j}).rounds.size());
+      it->second = std::max(it->second, planner_for(a.id).plan({nnodes, j, a.radix}).rounds.size());
   return it->second;
 }
 
@@ -112,8 +113,8 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
   const Nodes nodes = normalize(shape.node_of);
   const int nnodes = static_cast<int>(nodes.members.size());
   if (nnodes == 1) return shared_memory(n, rank);
-  const Algorithm inter = hier_inter_algorithm(nnodes, shape.total_bytes, shape.inter);
-  if (nnodes == n) return planner_for(inter).plan({n, rank});  // node j is rank j
+  const AlgorithmChoice inter = hier_inter_algorithm(nnodes, shape.total_bytes, shape.inter);
+  if (nnodes == n) return planner_for(inter.id).plan({n, rank, inter.radix});  // node j is rank j
   const int node = nodes.node_of[static_cast<std::size_t>(rank)];
   const auto& mine = nodes.members[static_cast<std::size_t>(node)];
   const int local = static_cast<int>(std::find(mine.begin(), mine.end(), rank) - mine.begin());
@@ -128,7 +129,7 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
     if (r != rank) append_runs(own_node, std::vector<int>{r}, 0, 1);
   add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(own_node));
   if (local < L) {
-    const Schedule between = planner_for(inter).plan({nnodes, node});
+    const Schedule between = planner_for(inter.id).plan({nnodes, node, inter.radix});
     for (std::size_t k = 0; k < between.rounds.size(); ++k) {
       Round& round = s.rounds[1 + k];
       for (int pass = 0; pass < 2; ++pass) {
@@ -154,9 +155,10 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
 
 }  // namespace
 
-Algorithm hier_inter_algorithm(int nnodes, std::size_t total_bytes, std::optional<Algorithm> forced) {
+AlgorithmChoice hier_inter_algorithm(int nnodes, std::size_t total_bytes,
+                                     std::optional<AlgorithmChoice> forced) {
   Algorithm a = Algorithm::ring;
-  if (forced) a = *forced;
+  if (forced) a = forced->id;
   else if (nnodes == 1) a = Algorithm::direct;
   else if (total_bytes <= small_total_bytes)
     a = (nnodes & (nnodes - 1)) == 0 ? Algorithm::recursive_doubling : Algorithm::bruck;
@@ -164,11 +166,12 @@ Algorithm hier_inter_algorithm(int nnodes, std::size_t total_bytes, std::optiona
   if (a == Algorithm::automatic || a == Algorithm::hierarchical || a == Algorithm::shared_memory)
     throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + std::string(to_string(a)) +
                                  "' is not a point-to-point algorithm");
-  const std::string why = planner_for(a).unsupported_reason({nnodes, 0});
+  const AlgorithmChoice choice = resolve({a, forced ? forced->radix : 0});
+  const std::string why = planner_for(a).unsupported_reason({nnodes, 0, choice.radix});
   if (!why.empty())
-    throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + std::string(to_string(a)) +
+    throw Error(MPI_ERR_ARG, "agx: inter-node algorithm '" + to_string(choice) +
                                  "' cannot serve " + std::to_string(nnodes) + " nodes: " + why);
-  return a;
+  return choice;
 }
 
 int hier_leaders(const NodeShape& shape) {

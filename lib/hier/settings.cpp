@@ -20,11 +20,11 @@ std::optional<unsigned long long> number(const char* name) {
 Settings read_environment() {
   Settings s;
   if (const char* inter = std::getenv("AGX_HIER_INTER"); inter != nullptr && *inter != '\0') {
-    const auto a = parse_algorithm(inter);
-    if (a && *a != Algorithm::automatic && *a != Algorithm::hierarchical &&
-        *a != Algorithm::shared_memory)
+    const auto a = parse_algorithm_choice(inter);
+    if (a && a->id != Algorithm::automatic && a->id != Algorithm::hierarchical &&
+        a->id != Algorithm::shared_memory)
       s.inter = *a;
-    else if (!a || *a != Algorithm::automatic)
+    else if (!a || a->id != Algorithm::automatic)
       s.invalid_inter = inter;
   }
   if (auto v = number("AGX_HIER_LEADERS"); v && *v >= 1 && *v <= 1024) s.leaders = static_cast<int>(*v);

@@ -26,7 +26,7 @@
 namespace agx::hier {
 
 struct Settings {
-  std::optional<Algorithm> inter;
+  std::optional<AlgorithmChoice> inter;  ///< AGX_HIER_INTER ("bruck:k=4" takes parameters)
   std::string invalid_inter;  ///< AGX_HIER_INTER text naming no point-to-point algorithm
   int leaders = 1;
   std::size_t chunk_bytes = 64 * 1024;

@@ -35,13 +35,13 @@ std::string str(std::int64_t v) { return std::to_string(v); }
 
 /// AGX_ALGO when it can serve the call; otherwise one warning and the automatic
 /// choice with AGX_ALGO ignored.
-Algorithm pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_place) {
+AlgorithmChoice pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_place) {
   const Settings& s = settings();
   const Options automatic{Algorithm::automatic, false};  // the choice without AGX_ALGO
   if (!s.algo_set) return choose_algorithm(comm, layout, automatic, in_place);
   if (s.forced) {
     try {
-      return choose_algorithm(comm, layout, Options{*s.forced}, in_place);
+      return choose_algorithm(comm, layout, Options{s.forced->id, true, s.forced->radix}, in_place);
     } catch (const Error& e) {
       warn_once(comm, "cannot:" + s.algo_text,
                 "AGX_ALGO=" + s.algo_text + " cannot serve a call (" + e.what() +
@@ -49,7 +49,8 @@ Algorithm pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_place) {
     }
   } else {
     warn_once(MPI_COMM_WORLD, "invalid-algo",  // a job-wide mistake: one line per job
-              "AGX_ALGO='" + s.algo_text + "' names no algorithm; using the automatic choice");
+              "AGX_ALGO='" + s.algo_text + "' is not valid (" + s.algo_error +
+                  "); using the automatic choice");
   }
   return choose_algorithm(comm, layout, automatic, in_place);
 }
@@ -234,14 +235,14 @@ void PreparedCall::stage_out() const {
   }
 }
 
-Algorithm pick_algorithm(const PreparedCall& p) {
+AlgorithmChoice pick_algorithm(const PreparedCall& p) {
   return pick_algorithm(p.c.comm, p.layout, p.buffers.in_place);
 }
 
 Options pick_nonblocking_options(const PreparedCall& p) {
-  const Algorithm a = pick_algorithm(p);  // AGX_ALGO when it can serve (else one warning)
+  const AlgorithmChoice a = pick_algorithm(p);  // AGX_ALGO when it can serve (else one warning)
   const Settings& s = settings();
-  if (s.forced && a == *s.forced) return Options{a};
+  if (s.forced && a == *s.forced) return Options{a.id, true, a.radix};
   return Options{Algorithm::automatic, false};  // lets libagx pick a schedule that runs in pieces
 }
 
@@ -251,7 +252,8 @@ int gather(const GatherCall& c) {
   const double t0 = PMPI_Wtime();
   const PreparedCall p(c);
   p.stage_in();
-  const Algorithm ran = allgather_bytes(c.comm, p.buffers, p.layout, Options{pick_algorithm(p)});
+  const AlgorithmChoice a = pick_algorithm(p);
+  const Algorithm ran = allgather_bytes(c.comm, p.buffers, p.layout, Options{a.id, true, a.radix});
   p.stage_out();
   record_call(ran, p.b.total_bytes, PMPI_Wtime() - t0);
   announce(c.comm, c.function, ran, p.b.total_bytes);

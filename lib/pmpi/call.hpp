@@ -97,7 +97,7 @@ struct PreparedCall {
 
 /// The algorithm of a blocking call: AGX_ALGO when it can serve (else one warning
 /// and the automatic choice).
-Algorithm pick_algorithm(const PreparedCall& p);
+AlgorithmChoice pick_algorithm(const PreparedCall& p);
 /// The options of a nonblocking or persistent start: a usable AGX_ALGO, else
 /// automatic (libagx then picks a point-to-point schedule that runs in pieces).
 Options pick_nonblocking_options(const PreparedCall& p);

@@ -10,16 +10,19 @@
 #include <set>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace agx::pmpi {
 namespace {
 
-constexpr std::size_t n_algorithms = algorithm_table.size();
+// One row per registered algorithm, in registry order (all radices of one algorithm
+// count in its row).
+const std::size_t n_algorithms = algorithms().size();
 
 struct Counters {
-  std::array<unsigned long long, n_algorithms> calls{};
-  std::array<unsigned long long, n_algorithms> bytes{};
-  std::array<double, n_algorithms> seconds{};
+  std::vector<unsigned long long> calls = std::vector<unsigned long long>(n_algorithms);
+  std::vector<unsigned long long> bytes = std::vector<unsigned long long>(n_algorithms);
+  std::vector<double> seconds = std::vector<double>(n_algorithms);
   unsigned long long passthrough = 0;
 };
 
@@ -173,7 +176,7 @@ void print_summary() {
   for (std::size_t i = 0; i < n_algorithms; ++i) {
     if (all.calls[i] == 0) continue;
     std::snprintf(line, sizeof line, "agx summary: %-20s %14llu %18llu %14.6f\n",
-                  std::string(algorithm_table[i].name).c_str(), all.calls[i], all.bytes[i],
+                  std::string(algorithms()[i].name).c_str(), all.calls[i], all.bytes[i],
                   all.seconds[i]);
     text += line;
   }
@@ -192,7 +195,7 @@ extern "C" unsigned long long agx_pmpi_calls(const char* algorithm) {
   unsigned long long total = 0;
   for (std::size_t i = 0; i < n_algorithms; ++i)
     if (algorithm == nullptr || *algorithm == '\0' ||
-        agx::algorithm_table[i].name == std::string_view(algorithm))
+        agx::algorithms()[i].name == std::string_view(algorithm))
       total += counters.calls[i];
   return total;
 }

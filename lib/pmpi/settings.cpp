@@ -24,9 +24,9 @@ Settings read_settings() {
   s.summary = env_flag("AGX_SUMMARY");
   if (const char* algo = std::getenv("AGX_ALGO"); algo != nullptr && *algo != '\0') {
     s.algo_text = algo;
-    const auto a = parse_algorithm(algo);
-    s.algo_set = !a || *a != Algorithm::automatic;
-    if (a && *a != Algorithm::automatic) s.forced = *a;
+    const auto a = parse_algorithm_choice(algo, &s.algo_error);
+    s.algo_set = !a || a->id != Algorithm::automatic;
+    if (a && a->id != Algorithm::automatic) s.forced = *a;
   }
   return s;
 }

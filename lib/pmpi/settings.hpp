@@ -17,8 +17,10 @@ struct Settings {
   bool verbose = false;
   /// AGX_SUMMARY=1: calls, bytes and time per algorithm, printed at MPI_Finalize.
   bool summary = false;
-  /// AGX_ALGO names a concrete algorithm.
-  std::optional<Algorithm> forced;
+  /// AGX_ALGO names a concrete algorithm (with its parameters: "bruck:k=4").
+  std::optional<AlgorithmChoice> forced;
+  /// Why AGX_ALGO is not valid (a name or parameter it cannot read); empty when it is.
+  std::string algo_error;
   /// AGX_ALGO is set to something other than "auto" (valid or not).
   bool algo_set = false;
   /// AGX_ALGO's text, for messages.

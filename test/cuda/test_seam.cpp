@@ -78,8 +78,9 @@ struct Totals {
 };
 
 void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedPool& pool,
-              Algorithm a, const Case& c, bool in_place, bool mixed,
+              agx::AlgorithmChoice choice, const Case& c, bool in_place, bool mixed,
               const agx::cuda::StagingSettings& st, int iter, Totals& t) {
+  const Algorithm a = choice.id;
   const int me = ctx.rank();
   const Layout layout = c.layout();
   const bool host_rank = mixed && me % 3 == 1;
@@ -102,12 +103,12 @@ void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedP
 
   if (host_rank) {
     if (a == Algorithm::shared_memory) agx::hier::run(ctx, a, b, layout);
-    else agx::execute(ctx.schedule(a), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
+    else agx::execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
   } else if (a == Algorithm::shared_memory) {
     agx::cuda::run_staged(ops, pool, me, b, layout, st,
                           [&](const Buffers& m) { agx::hier::run(ctx, a, m, layout); });
   } else {
-    agx::cuda::run_staging(ops, pool, ctx.schedule(a), b, layout, ctx.comm(), ctx.next_tag(), st);
+    agx::cuda::run_staging(ops, pool, ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st);
   }
 
   long bad = 0;
@@ -154,10 +155,10 @@ int main(int argc, char** argv) {
   Totals t;
   int iter = 0;
   const std::vector<agx::cuda::StagingSettings> settings = {{1u << 20, 1u << 20}, {1000, 333}};
-  for (const auto& e : agx::algorithm_table) {
-    const Algorithm a = e.id;
-    if (a == Algorithm::automatic || a == Algorithm::hierarchical) continue;
-    if (a != Algorithm::shared_memory && !agx::planner_for(a).unsupported_reason({n, 0}).empty())
+  for (const agx::AlgorithmChoice& a : agx::algorithm_variants()) {
+    if (a.id == Algorithm::hierarchical) continue;
+    if (a.id != Algorithm::shared_memory &&
+        !agx::planner_for(a.id).unsupported_reason({n, 0, a.radix}).empty())
       continue;
     std::vector<Case> cases;
     for (std::size_t block : {0u, 1u, 7u, 4099u, 70001u}) cases.push_back(uniform_case(n, block));

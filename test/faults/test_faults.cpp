@@ -121,10 +121,12 @@ bool expect_fault(const std::string& what, const char* mpi_call, long at, int er
   return fired != 0;
 }
 
-void clean_call(const std::string& what, agx::Algorithm a, MPI_Comm comm = MPI_COMM_WORLD) {
+agx::Options options(agx::AlgorithmChoice a) { return {a.id, true, a.radix}; }
+
+void clean_call(const std::string& what, agx::AlgorithmChoice a, MPI_Comm comm = MPI_COMM_WORLD) {
   Call c(next_salt++);
   try {
-    agx::Allgather<std::uint32_t>(comm, {a}).v(c.send, c.recv(), c.counts, c.displs);
+    agx::Allgather<std::uint32_t>(comm, options(a)).v(c.send, c.recv(), c.counts, c.displs);
     if (!c.correct()) fail(what + ": the clean call after the fault gathered wrong data");
   } catch (const agx::Error& e) {
     fail(what + ": the clean call after the fault threw: " + e.what());
@@ -139,14 +141,14 @@ struct Fault {
   int error_class;
 };
 
-void blocking(agx::Algorithm a) {
+void blocking(agx::AlgorithmChoice a) {
   const Fault faults[] = {{"MPI_Irecv", 1, MPI_ERR_OTHER},      {"MPI_Irecv", 2, MPI_ERR_INTERN},
                           {"MPI_Isend", 1, MPI_ERR_OTHER},      {"MPI_Isend", 2, MPI_ERR_INTERN},
                           {"MPI_Waitall", 1, MPI_ERR_OTHER},    {"MPI_Waitall", 2, MPI_ERR_INTERN},
                           {"MPI_Type_create_hindexed", 1, MPI_ERR_INTERN},
                           {"MPI_Type_commit", 1, MPI_ERR_TYPE}, {"MPI_Type_commit", 2, MPI_ERR_OTHER}};
   for (const Fault& f : faults) {
-    const std::string what = "blocking " + std::string(agx::to_string(a)) + " " + f.call + " #" +
+    const std::string what = "blocking " + agx::to_string(a) + " " + f.call + " #" +
                              std::to_string(f.at);
     // The fault hits the first call on a new communicator (tag 0 of its context); after
     // a clean call there, it is freed and the next new communicator's calls use tags 0
@@ -155,7 +157,7 @@ void blocking(agx::Algorithm a) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     Call c(next_salt++);
     const bool fired = expect_fault(what, f.call, f.at, f.error_class, [&] {
-      agx::Allgather<std::uint32_t>(comm, {a}).v(c.send, c.recv(), c.counts, c.displs);
+      agx::Allgather<std::uint32_t>(comm, options(a)).v(c.send, c.recv(), c.counts, c.displs);
     });
     if (!fired && !c.correct()) fail(what + ": no fault, but wrong data");
     clean_call(what, a, comm);
@@ -167,16 +169,16 @@ void blocking(agx::Algorithm a) {
   }
 }
 
-void nonblocking(agx::Algorithm a) {
+void nonblocking(agx::AlgorithmChoice a) {
   const Fault faults[] = {{"MPI_Irecv", 1, MPI_ERR_OTHER},
                           {"MPI_Isend", 1, MPI_ERR_INTERN},
                           {"MPI_Testall", 1, MPI_ERR_OTHER}};
   for (const Fault& f : faults) {
-    const std::string what = "nonblocking " + std::string(agx::to_string(a)) + " " + f.call + " #" +
+    const std::string what = "nonblocking " + agx::to_string(a) + " " + f.call + " #" +
                              std::to_string(f.at);
     Call c(next_salt++);
     expect_fault(what, f.call, f.at, f.error_class, [&] {
-      agx::Request r = agx::Allgather<std::uint32_t>(MPI_COMM_WORLD, {a})
+      agx::Request r = agx::Allgather<std::uint32_t>(MPI_COMM_WORLD, options(a))
                            .start_v(c.send, c.recv(), c.counts, c.displs);
       r.wait();
     });
@@ -184,9 +186,9 @@ void nonblocking(agx::Algorithm a) {
   }
 }
 
-void persistent(agx::Algorithm a) {
-  const std::string name(agx::to_string(a));
-  agx::Allgather<std::uint32_t> g(MPI_COMM_WORLD, {a});
+void persistent(agx::AlgorithmChoice a) {
+  const std::string name = agx::to_string(a);
+  agx::Allgather<std::uint32_t> g(MPI_COMM_WORLD, options(a));
   // At planning: the plan is not made, and nothing of it is left.
   for (const Fault& f : {Fault{"MPI_Recv_init", 1, MPI_ERR_OTHER}, Fault{"MPI_Send_init", 2, MPI_ERR_INTERN}}) {
     Call c(next_salt++);
@@ -253,11 +255,8 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 77;
   }
-  const agx::Algorithm p2p[] = {agx::Algorithm::direct, agx::Algorithm::ring,
-                                agx::Algorithm::neighbor_exchange,
-                                agx::Algorithm::recursive_doubling, agx::Algorithm::bruck,
-                                agx::Algorithm::distance_halving};
-  for (agx::Algorithm a : p2p) {
+  for (const agx::AlgorithmChoice& a : agx::algorithm_variants()) {  // the point-to-point ones
+    if (!agx::algorithm_info(a.id).point_to_point) continue;
     blocking(a);
     nonblocking(a);
     persistent(a);

@@ -1,7 +1,8 @@
 // The MPI test matrix of the C++ API, run by `meson test` at many rank counts.
 //
-// For every communicator (world, reversed order, split in two), every algorithm forced
-// by name plus auto, element types of 1, 4, 8, 12 and 16 bytes, counts {0, 1, 7, 1024,
+// For every communicator (world, reversed order, split in two), every algorithm of the
+// registry forced by name at each of its radices (agx::algorithm_variants()) plus auto,
+// element types of 1, 4, 8, 12 and 16 bytes, counts {0, 1, 7, 1024,
 // 131075}, in place and out of place, regular and v form (uneven with zeros, one big
 // block; displacements in reverse order with gaps), the result is checked byte for byte
 // against an analytic pattern, guard bytes and gaps must stay untouched, and regular
@@ -39,7 +40,7 @@ std::optional<Algorithm> expect_auto;
 struct Context {
   MPI_Comm comm;
   const char* comm_name;
-  Algorithm algo;
+  agx::AlgorithmChoice algo;
   const char* type_name;
   std::size_t count;
   bool in_place;
@@ -51,7 +52,7 @@ void report(const Context& c, int n, const std::string& what) {
   if (failed > 20) return;  // enough to diagnose
   std::fprintf(stderr,
                "FAIL world rank %d: algorithm=%s N=%d comm=%s type=%s count=%zu %s form=%s: %s\n",
-               world_rank, std::string(agx::to_string(c.algo)).c_str(), n, c.comm_name,
+               world_rank, agx::to_string(c.algo).c_str(), n, c.comm_name,
                c.type_name, c.count, c.in_place ? "in-place" : "out-of-place", c.form, what.c_str());
 }
 
@@ -79,7 +80,7 @@ bool check_image(const Context& c, int n, Guarded& recv, const std::vector<std::
 }
 
 bool check_algorithm(const Context& c, int n, Algorithm used) {
-  const Algorithm want = c.algo == Algorithm::automatic ? expect_auto.value_or(used) : c.algo;
+  const Algorithm want = c.algo.id == Algorithm::automatic ? expect_auto.value_or(used) : c.algo.id;
   if (used == want) return true;
   report(c, n, "ran " + std::string(agx::to_string(used)) + " instead of " +
                    std::string(agx::to_string(want)));
@@ -98,7 +99,7 @@ void run_regular(Context c) {
   fill(reinterpret_cast<std::byte*>(send.data()), salt, r, count, elem);
   std::span<T> out(reinterpret_cast<T*>(recv.data()), n * count);
   if (c.in_place && count > 0) std::memcpy(recv.data() + r * count * elem, send.data(), count * elem);
-  agx::Allgather<T> gather(c.comm, {c.algo});
+  agx::Allgather<T> gather(c.comm, {c.algo.id, true, c.algo.radix});
   try {
     const Algorithm used = c.in_place ? gather.in_place(out) : gather(send, out);
     std::vector<std::size_t> counts(n, count), displs(n);
@@ -140,7 +141,7 @@ void run_v(Context c, bool one_big) {
   fill(reinterpret_cast<std::byte*>(send.data()), salt, r, counts[r], elem);
   if (c.in_place && counts[r] > 0) std::memcpy(recv.data() + displs[r] * elem, send.data(), counts[r] * elem);
   std::span<T> out(reinterpret_cast<T*>(recv.data()), at);
-  agx::Allgather<T> gather(c.comm, {c.algo});
+  agx::Allgather<T> gather(c.comm, {c.algo.id, true, c.algo.radix});
   std::vector<long long> icounts(counts.begin(), counts.end());
   std::vector<int> idispls(displs.begin(), displs.end());
   try {
@@ -153,7 +154,7 @@ void run_v(Context c, bool one_big) {
 }
 
 template <class T>
-void run_type(MPI_Comm comm, const char* comm_name, Algorithm algo, const char* type_name,
+void run_type(MPI_Comm comm, const char* comm_name, agx::AlgorithmChoice algo, const char* type_name,
               bool quick) {
   for (std::size_t count : {0, 1, 7, 1024, 131075}) {
     if (count == 131075 && (quick || (sizeof(T) != 1 && sizeof(T) != 12))) continue;
@@ -170,22 +171,29 @@ void run_type(MPI_Comm comm, const char* comm_name, Algorithm algo, const char* 
   }
 }
 
+// auto, then every registered algorithm at each of its radices.
+std::vector<agx::AlgorithmChoice> all_choices() {
+  std::vector<agx::AlgorithmChoice> v{{Algorithm::automatic}};
+  for (const auto& a : agx::algorithm_variants()) v.push_back(a);
+  return v;
+}
+
 void run_matrix(MPI_Comm comm, const char* comm_name, bool quick) {
-  for (const auto& entry : agx::algorithm_table) {
-    run_type<unsigned char>(comm, comm_name, entry.id, "uint8", quick);
-    run_type<float>(comm, comm_name, entry.id, "float", quick);
-    run_type<double>(comm, comm_name, entry.id, "double", quick);
-    run_type<Vec3>(comm, comm_name, entry.id, "vec3", quick);
-    if (!quick) run_type<std::complex<double>>(comm, comm_name, entry.id, "complex<double>", quick);
+  for (const agx::AlgorithmChoice& a : all_choices()) {
+    run_type<unsigned char>(comm, comm_name, a, "uint8", quick);
+    run_type<float>(comm, comm_name, a, "float", quick);
+    run_type<double>(comm, comm_name, a, "double", quick);
+    run_type<Vec3>(comm, comm_name, a, "vec3", quick);
+    if (!quick) run_type<std::complex<double>>(comm, comm_name, a, "complex<double>", quick);
   }
 }
 
 // Two communicators used alternately: world, then the split half, then world again.
 void run_interleaved(MPI_Comm a, MPI_Comm b) {
-  for (const auto& entry : agx::algorithm_table)
+  for (const agx::AlgorithmChoice& algo : all_choices())
     for (std::size_t count : {1, 1000}) {
-      Context ca{a, "world(interleaved)", entry.id, "int", count, false, "regular"};
-      Context cb{b, "split(interleaved)", entry.id, "int", count, false, "regular"};
+      Context ca{a, "world(interleaved)", algo, "int", count, false, "regular"};
+      Context cb{b, "split(interleaved)", algo, "int", count, false, "regular"};
       run_regular<int>(ca);
       run_regular<int>(cb);
       run_regular<int>(ca);
@@ -263,7 +271,7 @@ void run_errors() {
   std::vector<int> recv(4 * un + 8, -1);
   auto expect = [&](const char* what, int want_class, auto&& call) {
     std::fill(recv.begin(), recv.end(), -1);
-    Context c{MPI_COMM_WORLD, "world", Algorithm::automatic, "int", 4, false, what};
+    Context c{MPI_COMM_WORLD, "world", {Algorithm::automatic}, "int", 4, false, what};
     try {
       call();
       report(c, n, "was accepted");
@@ -280,6 +288,13 @@ void run_errors() {
   };
   std::span<int> all(recv);
   expect("recv-too-small", MPI_ERR_COUNT, [&] { gather(send, all.first(4 * un - 1)); });
+  // Parameters: a radix below 2, a radix for an algorithm without one, or for auto.
+  for (const auto& [what, options] :
+       {std::pair{"radix-1", agx::Options{.algorithm = Algorithm::bruck, .radix = 1}},
+        std::pair{"radix-negative", agx::Options{.algorithm = Algorithm::bruck, .radix = -4}},
+        std::pair{"radix-for-ring", agx::Options{.algorithm = Algorithm::ring, .radix = 4}},
+        std::pair{"radix-for-auto", agx::Options{.radix = 4}}})
+    expect(what, MPI_ERR_ARG, [&] { agx::Allgather<int>(MPI_COMM_WORLD, options)(send, all.first(4 * un)); });
   expect("null-send", MPI_ERR_BUFFER, [&] { gather(std::span<const int>(static_cast<const int*>(nullptr), 4), all); });
   expect("null-recv", MPI_ERR_BUFFER, [&] { gather(send, std::span<int>(static_cast<int*>(nullptr), 4 * un)); });
   expect("overlap", MPI_ERR_BUFFER, [&] { gather(all.subspan(2, 4), all.first(4 * un)); });
@@ -329,7 +344,7 @@ void run_bad_env() {
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   std::vector<int> send(2, world_rank), recv(2 * n);
-  Context c{MPI_COMM_WORLD, "world", Algorithm::automatic, "int", 2, false, "bad-AGX_ALGO"};
+  Context c{MPI_COMM_WORLD, "world", {Algorithm::automatic}, "int", 2, false, "bad-AGX_ALGO"};
   try {
     agx::allgather<int>(MPI_COMM_WORLD, send, recv);
     report(c, n, "an invalid AGX_ALGO was accepted");
@@ -337,7 +352,7 @@ void run_bad_env() {
     if (e.error_class() == MPI_ERR_ARG && std::strstr(e.what(), "AGX_ALGO") != nullptr) ++passed;
     else report(c, n, std::string("wrong error: ") + e.what());
   }
-  c.algo = Algorithm::ring;  // an explicit option does not read AGX_ALGO
+  c.algo = {Algorithm::ring};  // an explicit option does not read AGX_ALGO
   run_regular<int>(c);
 }
 
@@ -353,7 +368,9 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--expect-bad-algo") bad_env = true;
-    else if (a == "--expect-algo" && i + 1 < argc) expect_auto = agx::parse_algorithm(argv[++i]);
+    else if (a == "--expect-algo" && i + 1 < argc) {
+      if (const auto c = agx::parse_algorithm_choice(argv[++i])) expect_auto = c->id;
+    }
   }
   if (bad_env) {
     run_bad_env();

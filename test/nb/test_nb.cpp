@@ -28,22 +28,26 @@ using namespace nb_test;
 
 namespace {
 
-// Every algorithm a nonblocking call can run: the node paths are schedules on the round
-// engine too (shared_memory; hierarchical, which on one node plans shared_memory's rounds).
-// (shared_memory is left out where the ranks span several nodes: served() below.)
-std::vector<agx::Algorithm> p2p = {agx::Algorithm::automatic, agx::Algorithm::direct,
-                                   agx::Algorithm::ring, agx::Algorithm::neighbor_exchange,
-                                   agx::Algorithm::recursive_doubling, agx::Algorithm::bruck,
-                                   agx::Algorithm::distance_halving, agx::Algorithm::shared_memory,
-                                   agx::Algorithm::hierarchical};
+// auto, every point-to-point algorithm of the registry at each of its radices, and the
+// node paths, schedules on the round engine too (shared_memory; hierarchical, which on
+// one node plans shared_memory's rounds). shared_memory is left out where the ranks span
+// several nodes (served() below).
+std::vector<agx::AlgorithmChoice> p2p = [] {
+  std::vector<agx::AlgorithmChoice> v{{agx::Algorithm::automatic}};
+  for (const auto& a : agx::algorithm_variants())
+    if (agx::algorithm_info(a.id).point_to_point) v.push_back(a);
+  v.push_back({agx::Algorithm::shared_memory});
+  v.push_back({agx::Algorithm::hierarchical});
+  return v;
+}();
 
 // Whether forced `a` can serve MPI_COMM_WORLD (the same answer on every rank: it depends
 // on the placement only).
-bool served(agx::Algorithm a) {
+bool served(agx::AlgorithmChoice a) {
   int one = 1;
   std::vector<int> all(64 * 1024);
   try {
-    agx::Allgather<int> g(MPI_COMM_WORLD, {a});
+    agx::Allgather<int> g(MPI_COMM_WORLD, {a.id, true, a.radix});
     int n = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     all.resize(static_cast<std::size_t>(n));
@@ -55,7 +59,7 @@ bool served(agx::Algorithm a) {
   }
 }
 
-std::string name(agx::Algorithm a) { return std::string(agx::to_string(a)); }
+std::string name(agx::AlgorithmChoice a) { return agx::to_string(a); }
 
 // One in-flight call: its buffers live as long as the request.
 struct Pending {
@@ -86,7 +90,7 @@ void complete_in_random_order(std::vector<Pending>& calls, std::mt19937& rng) {
   }
 }
 
-Pending start_one(MPI_Comm comm, agx::Algorithm a, unsigned salt, std::size_t count) {
+Pending start_one(MPI_Comm comm, agx::AlgorithmChoice a, unsigned salt, std::size_t count) {
   int rank = 0, n = 0;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &n);
@@ -98,7 +102,7 @@ Pending start_one(MPI_Comm comm, agx::Algorithm a, unsigned salt, std::size_t co
   p.recv = std::make_unique<Guarded>(count * static_cast<std::size_t>(n));
   p.what = "overlap " + name(a) + " count " + std::to_string(count) + " salt " +
            std::to_string(salt);
-  agx::Allgather<std::uint32_t> g(comm, {a});
+  agx::Allgather<std::uint32_t> g(comm, {a.id, true, a.radix});
   p.request = g.start(p.send, std::span(p.recv->data(), p.recv->size()));
   return p;
 }
@@ -109,7 +113,7 @@ void overlapping_same_comm(std::mt19937& rng) {
   unsigned salt = 100;
   for (int round = 0; round < 3; ++round) {
     calls.clear();
-    for (agx::Algorithm a : p2p)
+    for (agx::AlgorithmChoice a : p2p)
       for (std::size_t c : counts) calls.push_back(start_one(MPI_COMM_WORLD, a, salt++, c));
     complete_in_random_order(calls, rng);
   }
@@ -229,7 +233,10 @@ void destructor_and_forced_hier() {
   }  // the destructor waits
   check_uniform(recv, 77, n, count, "destructor wait");
   Guarded recv2(count * static_cast<std::size_t>(n));
-  const agx::Algorithm node_path = std::find(p2p.begin(), p2p.end(), agx::Algorithm::shared_memory) != p2p.end()
+  const bool shm_served = std::any_of(p2p.begin(), p2p.end(), [](const agx::AlgorithmChoice& a) {
+    return a.id == agx::Algorithm::shared_memory;
+  });
+  const agx::Algorithm node_path = shm_served
                                       ? agx::Algorithm::shared_memory
                                       : agx::Algorithm::hierarchical;
   agx::Allgather<std::uint32_t> shm(MPI_COMM_WORLD, {node_path});
@@ -262,14 +269,14 @@ void outlive_comm_free() {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const std::size_t count = 3001;
   unsigned salt = 500;
-  for (agx::Algorithm a : p2p) {
+  for (const agx::AlgorithmChoice& a : p2p) {
     MPI_Comm c = MPI_COMM_NULL;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     auto send = block(salt, rank, count);
     Guarded recv(count * static_cast<std::size_t>(n));
     agx::Request r;
     {
-      agx::Allgather<std::uint32_t> g(c, {a});
+      agx::Allgather<std::uint32_t> g(c, {a.id, true, a.radix});
       r = g.start(send, std::span(recv.data(), recv.size()));
     }
     MPI_Comm_free(&c);
@@ -332,7 +339,7 @@ int main(int argc, char** argv) {
           fail("progress thread error does not name MPI_THREAD_MULTIPLE");
       }
     }
-    std::erase_if(p2p, [](agx::Algorithm a) { return !served(a); });
+    std::erase_if(p2p, [](const agx::AlgorithmChoice& a) { return !served(a); });
     overlapping_same_comm(rng);
     overlapping_comms(rng);
     persistent(thread ? 100 : 300);

@@ -58,7 +58,8 @@ struct Prediction {
   bool flipped(int r) const { return bad_round[static_cast<std::size_t>(r)] >= 0; }
 };
 
-Prediction predict(Algorithm a, const std::vector<int>& counts) {
+Prediction predict(agx::AlgorithmChoice choice, const std::vector<int>& counts) {
+  const Algorithm a = choice.id;
   Prediction p;
   p.bad_round.assign(static_cast<std::size_t>(n), -1);
   p.bad_peer.assign(static_cast<std::size_t>(n), -1);
@@ -72,7 +73,7 @@ Prediction predict(Algorithm a, const std::vector<int>& counts) {
     return p;
   }
   std::vector<agx::Schedule> s;
-  for (int r = 0; r < n; ++r) s.push_back(agx::planner_for(a).plan({n, r}));
+  for (int r = 0; r < n; ++r) s.push_back(agx::planner_for(a).plan({n, r, choice.radix}));
   const auto& mine = s[static_cast<std::size_t>(R)];
   if (static_cast<std::size_t>(K) >= mine.rounds.size()) return p;
   for (const agx::Transfer& t : mine.rounds[static_cast<std::size_t>(K)].recvs)
@@ -105,9 +106,10 @@ void fail(const std::string& where, const std::string& what) {
   if (failed <= 20) std::fprintf(stderr, "FAIL rank %d of %d: %s: %s\n", rank, n, where.c_str(), what.c_str());
 }
 
-void run(Algorithm a, const Form& f, const char* call, unsigned salt) {
-  const std::string algo(agx::to_string(a));
-  const std::string where = algo + " " + f.name + " " + call;
+void run(agx::AlgorithmChoice choice, const Form& f, const char* call, unsigned salt) {
+  const Algorithm a = choice.id;
+  const std::string algo(agx::to_string(a));  // reports name the algorithm, not its radix
+  const std::string where = agx::to_string(choice) + " " + f.name + " " + call;
   const std::vector<int> counts = counts_of(f);
   std::vector<int> displs(counts.size());
   int total = 0;
@@ -118,7 +120,7 @@ void run(Algorithm a, const Form& f, const char* call, unsigned salt) {
   if (f.in_place)
     for (int i = 0; i < mine; ++i)
       recv[static_cast<std::size_t>(displs[static_cast<std::size_t>(rank)] + i)] = value(rank, i, salt);
-  agx::Allgather<int> gather(MPI_COMM_WORLD, {a});
+  agx::Allgather<int> gather(MPI_COMM_WORLD, {a, true, choice.radix});
   std::string error;
   int error_class = MPI_SUCCESS;
   const std::span<const int> s(send);
@@ -148,7 +150,7 @@ void run(Algorithm a, const Form& f, const char* call, unsigned salt) {
   }
   ++checked;
 
-  const Prediction p = predict(a, counts);
+  const Prediction p = predict(choice, counts);
   const bool flipped_here = p.block >= 0 && p.flipped(rank);
   if (flipped_here) ++flipped;
   // The data: exact, except the flipped copy of the block where the flip reached.
@@ -217,17 +219,16 @@ int main(int argc, char** argv) {
   const Form forms[] = {{"regular", false, false}, {"in-place", false, true},
                         {"v", true, false}, {"v-in-place", true, true}};
   unsigned salt = 1;
-  for (const auto& e : agx::algorithm_table) {
-    if (e.id == Algorithm::automatic) continue;
-    const bool hier = e.id == Algorithm::shared_memory || e.id == Algorithm::hierarchical;
-    if (!hier && !agx::planner_for(e.id).unsupported_reason({n, 0}).empty()) continue;
+  for (const agx::AlgorithmChoice& e : agx::algorithm_variants()) {
+    const bool hier = !agx::algorithm_info(e.id).point_to_point;
+    if (!hier && !agx::planner_for(e.id).unsupported_reason({n, 0, e.radix}).empty()) continue;
     try {  // shared_memory cannot serve ranks of several (virtual) nodes
-      agx::choose_algorithm(MPI_COMM_WORLD, agx::Layout::uniform(n, 4), {e.id});
+      agx::choose_algorithm(MPI_COMM_WORLD, agx::Layout::uniform(n, 4), {e.id, true, e.radix});
     } catch (const agx::Error&) {
       continue;
     }
     for (const Form& f : forms)
-      for (const char* call : {"blocking", "start", "plan"}) run(e.id, f, call, salt++);
+      for (const char* call : {"blocking", "start", "plan"}) run(e, f, call, salt++);
   }
   int mine[4] = {checked, failed, detected, flipped}, sums[4] = {0, 0, 0, 0};
   MPI_Reduce(mine, sums, 4, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -7,7 +7,7 @@
 // Each iteration draws, from a generator seeded with (seed, iteration) so that every
 // rank draws the same: a communicator (world, reversed, two halves, odd/even, a
 // duplicate, or a fresh duplicate or split made and freed in the iteration), an
-// algorithm (every entry of algorithm_table, auto included), an element type (1, 4,
+// algorithm (auto or any of agx::algorithm_variants()), an element type (1, 4,
 // 8 or 12 bytes), regular or v form (per-rank counts with zeros, blocks in a random
 // order with random gaps), in place or not, block sizes from 0 to 400000 elements,
 // and a mode: one blocking call, one to four nonblocking calls in flight (completed
@@ -79,7 +79,7 @@ struct Case {
   MPI_Comm comm = MPI_COMM_NULL;
   std::string comm_name;
   int n = 0, r = 0;
-  Algorithm algo = Algorithm::automatic;
+  agx::AlgorithmChoice algo;
   int type = 0;
   std::size_t elem = 1;
   bool v = false, in_place = false;
@@ -95,7 +95,7 @@ struct Case {
     std::size_t most = 0, sum = 0;
     for (std::size_t c : counts) most = std::max(most, c), sum += c;
     return "comm=" + comm_name + " N=" + std::to_string(n) + " algorithm=" +
-           std::string(agx::to_string(algo)) + " type=" + type_names[type] +
+           agx::to_string(algo) + " type=" + type_names[type] +
            (v ? " form=v" : " form=regular") + (in_place ? " in-place" : " out-of-place") +
            " elements=" + std::to_string(sum) + " largest-block=" + std::to_string(most);
   }
@@ -155,7 +155,7 @@ struct Typed {
   static std::span<T> recv(Case& c) {
     return {reinterpret_cast<T*>(c.recv->data()), c.total};
   }
-  static agx::Allgather<T> gather(const Case& c) { return agx::Allgather<T>(c.comm, {c.algo}); }
+  static agx::Allgather<T> gather(const Case& c) { return agx::Allgather<T>(c.comm, {c.algo.id, true, c.algo.radix}); }
 
   static Algorithm blocking(Case& c) {
     const auto g = gather(c);
@@ -218,7 +218,12 @@ Case draw_case(Rng& iteration_rng, MPI_Comm comm, const std::string& comm_name, 
   c.comm_name = comm_name;
   MPI_Comm_size(comm, &c.n);
   MPI_Comm_rank(comm, &c.r);
-  c.algo = agx::algorithm_table[draw(rng, 0, agx::algorithm_table.size() - 1)].id;
+  static const std::vector<agx::AlgorithmChoice> algos = [] {
+    std::vector<agx::AlgorithmChoice> v{{Algorithm::automatic}};
+    for (const auto& a : agx::algorithm_variants()) v.push_back(a);
+    return v;
+  }();
+  c.algo = algos[draw(rng, 0, algos.size() - 1)];
   c.type = static_cast<int>(draw(rng, 0, 3));
   c.elem = elem_sizes[c.type];
   c.v = draw(rng, 0, 1) == 1;

@@ -23,7 +23,7 @@ TEST_CASE("ring on one node costs (N-1)(alpha + M beta)", "[cost]") {
   for (int n : {2, 5, 16}) {
     const std::size_t m = 1000;
     const double want = (n - 1) * (c.node.alpha_s + m * c.node.beta_s_per_byte);
-    CHECK(predict_seconds(ring_planner(), Layout::uniform(n, m), Placement::single_node(n), c) ==
+    CHECK(predict_seconds(planner_for(Algorithm::ring), Layout::uniform(n, m), Placement::single_node(n), c) ==
           Approx(want));
   }
 }
@@ -35,7 +35,7 @@ TEST_CASE("recursive doubling doubles the bytes each round", "[cost]") {
   const std::size_t m = 100;
   double want = 0;
   for (int k = 0; k < 3; ++k) want += c.node.alpha_s + (m << k) * c.node.beta_s_per_byte;
-  CHECK(predict_seconds(recursive_doubling_planner(), Layout::uniform(n, m),
+  CHECK(predict_seconds(planner_for(Algorithm::recursive_doubling), Layout::uniform(n, m),
                         Placement::single_node(n), c) == Approx(want));
 }
 
@@ -43,17 +43,17 @@ TEST_CASE("log-round algorithms win small messages, ring wins large ones across 
   const CostParams c;
   const Placement p = blocks_of(8, 8);
   auto t = [&](const Planner& pl, std::size_t m) { return predict_seconds(pl, Layout::uniform(64, m), p, c); };
-  CHECK(t(bruck_planner(), 8) < t(ring_planner(), 8));
-  CHECK(t(recursive_doubling_planner(), 8) < t(ring_planner(), 8));
+  CHECK(t(planner_for(Algorithm::bruck), 8) < t(planner_for(Algorithm::ring), 8));
+  CHECK(t(planner_for(Algorithm::recursive_doubling), 8) < t(planner_for(Algorithm::ring), 8));
   // 1 MiB per rank: Bruck's far messages share each node's NIC, the ring's do not.
-  CHECK(t(ring_planner(), 1 << 20) < t(bruck_planner(), 1 << 20));
+  CHECK(t(planner_for(Algorithm::ring), 1 << 20) < t(planner_for(Algorithm::bruck), 1 << 20));
 }
 
 TEST_CASE("uneven blocks: the largest block dominates the ring", "[cost]") {
   CostParams c;
   c.copy_s_per_byte = 0;
   std::vector<std::size_t> bytes{0, 0, 1 << 20, 0}, offsets{0, 0, 0, 1 << 20};
-  const double t = predict_seconds(ring_planner(), Layout::varying(bytes, offsets),
+  const double t = predict_seconds(planner_for(Algorithm::ring), Layout::varying(bytes, offsets),
                                    Placement::single_node(4), c);
   // The big block crosses 3 hops, each a round of alpha + 1 MiB beta.
   CHECK(t == Approx(3 * (c.node.alpha_s + (1 << 20) * c.node.beta_s_per_byte)));
@@ -63,7 +63,7 @@ TEST_CASE("large N uses a rank sample and stays finite", "[cost]") {
   const CostParams c;
   const auto sample = sampled_ranks(4096);
   CHECK(sample.size() < 20);
-  CHECK(predict_seconds(bruck_planner(), Layout::uniform(4096, 8), blocks_of(512, 8), c) > 0);
+  CHECK(predict_seconds(planner_for(Algorithm::bruck), Layout::uniform(4096, 8), blocks_of(512, 8), c) > 0);
 }
 
 #include "core/tuning.hpp"
@@ -100,29 +100,29 @@ TEST_CASE("groups: the bytes of a whole group share the one link to another grou
     const Placement flat = blocks_of(n, 1), g = grouped(n, per_group);
     CAPTURE(n);
     // Exact at 64 ranks; at 512 the sample holds all of group 0, so still exact.
-    CHECK(predict_seconds(recursive_doubling_planner(), layout, g, c) ==
+    CHECK(predict_seconds(planner_for(Algorithm::recursive_doubling), layout, g, c) ==
           Approx(rd_with_groups(c, per_group, groups, m)));
     // The ring crosses each group boundary with one message per round: no change.
     if (n <= 256)
-      CHECK(predict_seconds(ring_planner(), layout, g, c) ==
-            Approx(predict_seconds(ring_planner(), layout, flat, c)));
+      CHECK(predict_seconds(planner_for(Algorithm::ring), layout, g, c) ==
+            Approx(predict_seconds(planner_for(Algorithm::ring), layout, flat, c)));
     // Without β_group the groups change nothing.
     CostParams off = c;
     off.group_link_s_per_byte = 0;
-    CHECK(predict_seconds(recursive_doubling_planner(), layout, g, off) ==
-          Approx(predict_seconds(recursive_doubling_planner(), layout, flat, off)));
+    CHECK(predict_seconds(planner_for(Algorithm::recursive_doubling), layout, g, off) ==
+          Approx(predict_seconds(planner_for(Algorithm::recursive_doubling), layout, flat, off)));
   }
   // The choice flips at 64 ranks, 64 KiB: recursive doubling ahead without groups, ring
   // ahead with them (as simulated on the dragonfly, docs/scale.md).
   const Layout layout = Layout::uniform(64, m);
-  CHECK(predict_seconds(recursive_doubling_planner(), layout, blocks_of(64, 1), c) <
-        predict_seconds(ring_planner(), layout, blocks_of(64, 1), c));
-  CHECK(predict_seconds(ring_planner(), layout, grouped(64, 16), c) <
-        predict_seconds(recursive_doubling_planner(), layout, grouped(64, 16), c));
+  CHECK(predict_seconds(planner_for(Algorithm::recursive_doubling), layout, blocks_of(64, 1), c) <
+        predict_seconds(planner_for(Algorithm::ring), layout, blocks_of(64, 1), c));
+  CHECK(predict_seconds(planner_for(Algorithm::ring), layout, grouped(64, 16), c) <
+        predict_seconds(planner_for(Algorithm::recursive_doubling), layout, grouped(64, 16), c));
   // Hierarchical: the leaders keep their node's group (recursive doubling between nodes
   // crosses the group links; the rule's neighbour exchange at this size hardly does).
   NodeStageParams rd;
-  rd.inter = Algorithm::recursive_doubling;
+  rd.inter = AlgorithmChoice{Algorithm::recursive_doubling, 0};
   CHECK(predict_node_algorithm(Algorithm::hierarchical, layout, grouped(64, 16), c, false, rd) >
         predict_node_algorithm(Algorithm::hierarchical, layout, blocks_of(64, 1), c, false, rd));
 }
@@ -136,7 +136,8 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   t.header = {"machine host1 AMD EPYC", "command agx-tune"};
   t.params.node.alpha_s = 2.5e-6;
   t.params.network.beta_s_per_byte = 1e-10;
-  t.best = {{4, 4, 64, Algorithm::shared_memory}, {4, 4, 1 << 20, Algorithm::ring}};
+  t.best = {{4, 4, 64, Algorithm::shared_memory}, {4, 4, 1 << 20, Algorithm::ring},
+            {4, 4, 4 << 20, {Algorithm::bruck, 4}}};
   t.group_nodes = 16;
   t.params.group_link_s_per_byte = 2e-11;
   const Tuning back = parse_tuning(format_tuning(t), "test");
@@ -146,13 +147,15 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   CHECK(back.params.node.alpha_s == Approx(2.5e-6));
   CHECK(back.params.network.beta_s_per_byte == Approx(1e-10));
   CHECK(back.header == t.header);
-  REQUIRE(back.best.size() == 2);
-  CHECK(back.measured(4, 4, 8) == Algorithm::shared_memory);
-  CHECK(back.measured(4, 4, 1000) == Algorithm::ring);
-  CHECK(back.measured(4, 4, 2 << 20) == Algorithm::automatic);  // beyond what was measured
-  CHECK(back.measured(8, 4, 8) == Algorithm::automatic);        // another shape
+  REQUIRE(back.best.size() == 3);
+  CHECK(back.measured(4, 4, 3 << 20) == AlgorithmChoice{Algorithm::bruck, 4});  // "bruck:k=4"
+  CHECK(back.measured(4, 4, 8).id == Algorithm::shared_memory);
+  CHECK(back.measured(4, 4, 1000).id == Algorithm::ring);
+  CHECK(back.measured(4, 4, 8 << 20).id == Algorithm::automatic);  // beyond what was measured
+  CHECK(back.measured(8, 4, 8).id == Algorithm::automatic);        // another shape
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nnode.alpha_s -1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 warp_drive\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 bruck:k=1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("node.alpha_s 1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 2\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ngroup.nodes 2.5\n", "t"), Error);

@@ -44,7 +44,7 @@ std::vector<int> unequal(int n, int largest) {
   return node_of;
 }
 
-NodeShape shape_of(std::vector<int> node_of, int leaders = 1, std::optional<Algorithm> inter = {},
+NodeShape shape_of(std::vector<int> node_of, int leaders = 1, std::optional<AlgorithmChoice> inter = {},
                    std::size_t total = 0) {
   NodeShape s;
   s.node_of = std::move(node_of);
@@ -54,7 +54,7 @@ NodeShape shape_of(std::vector<int> node_of, int leaders = 1, std::optional<Algo
   return s;
 }
 
-NodeStageParams stage_of(int leaders, std::optional<Algorithm> inter = {}) {
+NodeStageParams stage_of(int leaders, std::optional<AlgorithmChoice> inter = {}) {
   NodeStageParams p;
   p.leaders = leaders;
   p.inter = inter;
@@ -87,13 +87,15 @@ TEST_CASE("shared_memory: valid on one node for N = 1..64 and large N", "[node]"
 }
 
 TEST_CASE("hierarchical: valid for equal, unequal and round-robin placements, 1-8 leaders", "[node]") {
-  const Algorithm inters[] = {Algorithm::direct, Algorithm::ring, Algorithm::neighbor_exchange,
-                              Algorithm::recursive_doubling, Algorithm::bruck,
-                              Algorithm::distance_halving};
+  const AlgorithmChoice inters[] = {{Algorithm::direct, 0},    {Algorithm::ring, 0},
+                                    {Algorithm::neighbor_exchange, 0},
+                                    {Algorithm::recursive_doubling, 0},
+                                    {Algorithm::bruck, 2},     {Algorithm::bruck, 4},
+                                    {Algorithm::distance_halving, 0}};
   for (int n : {2, 3, 4, 5, 6, 7, 8, 12, 16, 17, 24, 31, 64}) {
     for (int shape_kind = 0; shape_kind < 4; ++shape_kind) {
       for (int leaders : {1, 2, 3, 4, 8}) {
-        for (Algorithm inter : inters) {
+        for (const AlgorithmChoice& inter : inters) {
           NodeShape shape;
           shape.node_of = shape_kind == 0   ? blocked(n, 2)
                           : shape_kind == 1 ? blocked(n, 4)
@@ -102,7 +104,7 @@ TEST_CASE("hierarchical: valid for equal, unequal and round-robin placements, 1-
           shape.leaders = leaders;
           shape.inter = inter;
           const int nnodes = Placement(shape.node_of).nodes();
-          if (!planner_for(inter).unsupported_reason({nnodes, 0}).empty()) continue;
+          if (!planner_for(inter.id).unsupported_reason({nnodes, 0, inter.radix}).empty()) continue;
           INFO("N = " << n << ", placement " << shape_kind << ", " << leaders << " leaders, inter "
                       << to_string(inter));
           CHECK(check(Algorithm::hierarchical, shape) == "");
@@ -127,9 +129,9 @@ TEST_CASE("hierarchical: valid at scale (up to 1024 ranks) with the inter-node r
 }
 
 TEST_CASE("hierarchical: one rank per node is the inter-node schedule, one node shared_memory", "[node]") {
-  const NodeShape one_per_node = shape_of(blocked(8, 1), 1, Algorithm::ring);
+  const NodeShape one_per_node = shape_of(blocked(8, 1), 1, AlgorithmChoice{Algorithm::ring, 0});
   const Schedule s = plan_node_algorithm(Algorithm::hierarchical, one_per_node, 3);
-  CHECK(describe(s) == describe(ring_planner().plan({8, 3})));
+  CHECK(describe(s) == describe(planner_for(Algorithm::ring).plan({8, 3, 0})));
   CHECK_FALSE(uses_segment(s));
   const NodeShape one_node = shape_of(std::vector<int>(5, 0));
   CHECK(describe(plan_node_algorithm(Algorithm::hierarchical, one_node, 2)) ==
@@ -140,7 +142,7 @@ TEST_CASE("hierarchical: one rank per node is the inter-node schedule, one node 
 }
 
 TEST_CASE("node validator: broken node schedules are rejected", "[node]") {
-  const NodeShape shape = shape_of(blocked(8, 4), 2, Algorithm::ring);
+  const NodeShape shape = shape_of(blocked(8, 4), 2, AlgorithmChoice{Algorithm::ring, 0});
   const std::vector<Schedule> good = plan_all(Algorithm::hierarchical, shape);
   REQUIRE(validate(good, shape.node_of) == "");
 
@@ -187,20 +189,20 @@ TEST_CASE("cost model: node algorithms are priced from their schedules", "[node]
   // shared_memory on 4 ranks: round 0 puts M and copies the own block, round 1 gets 3·M.
   const Layout layout = Layout::uniform(4, m);
   const double expect = 2 * c.node_sync_s + c.copy_s_per_byte * static_cast<double>(m + m + 3 * m);
-  CHECK(predict_algorithm(Algorithm::shared_memory, layout, Placement::single_node(4), c, false) ==
+  CHECK(predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement::single_node(4), c, false) ==
         Approx(expect));
-  CHECK(predict_algorithm(Algorithm::shared_memory, layout, Placement(blocked(4, 2)), c, false) ==
+  CHECK(predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement(blocked(4, 2)), c, false) ==
         std::numeric_limits<double>::infinity());
   // hierarchical on 2 nodes of 4: the node's NIC carries the same bytes with 1 or 4
   // leaders (the model charges the NIC, not the process), so more leaders never cost more.
   const Layout big = Layout::uniform(8, 16 * m);
   const Placement two(blocked(8, 4));
-  const double one_leader = predict_algorithm(Algorithm::hierarchical, big, two, c, false, stage_of(1));
-  const double four_leaders = predict_algorithm(Algorithm::hierarchical, big, two, c, false, stage_of(4));
+  const double one_leader = predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, big, two, c, false, stage_of(1));
+  const double four_leaders = predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, big, two, c, false, stage_of(4));
   CHECK(four_leaders <= one_leader * (1 + 1e-12));
   CHECK(four_leaders > 0);
   // And the inter-node algorithm that runs is the one priced.
-  const double ring = predict_algorithm(Algorithm::hierarchical, big, two, c, false, stage_of(1, Algorithm::ring));
-  const double direct = predict_algorithm(Algorithm::hierarchical, big, two, c, false, stage_of(1, Algorithm::direct));
+  const double ring = predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, big, two, c, false, stage_of(1, AlgorithmChoice{Algorithm::ring, 0}));
+  const double direct = predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, big, two, c, false, stage_of(1, AlgorithmChoice{Algorithm::direct, 0}));
   CHECK(ring == Approx(direct));  // two nodes: both are one exchange of the aggregates
 }

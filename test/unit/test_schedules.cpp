@@ -1,11 +1,15 @@
 // Every algorithm's schedule, validated symbolically for many rank counts: no MPI.
+// "Every algorithm" is every planner of the registry, at radices 2, 3, 4, 5, 8 and the
+// ones the registry lists when it takes a radix.
 
 #include <catch2/catch.hpp>
 
 #include "core/message.hpp"
 #include "core/planner.hpp"
+#include "core/registry.hpp"
 #include "core/validator.hpp"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,10 +25,31 @@ std::vector<int> rank_counts() {
   return ns;
 }
 
-std::vector<Schedule> plan_all(const Planner& p, int n) {
+std::vector<Schedule> plan_all(const Planner& p, int n, int radix = 0) {
   std::vector<Schedule> s;
-  for (int r = 0; r < n; ++r) s.push_back(p.plan({n, r}));
+  for (int r = 0; r < n; ++r) s.push_back(p.plan({n, r, radix}));
   return s;
+}
+
+// Every planner of the registry with each radix to prove it at (0: none).
+struct Variant {
+  const Planner* planner;
+  int radix;
+  std::string name;
+};
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (const RegistryEntry& e : registry()) {
+    if (e.planner == nullptr) continue;
+    std::vector<int> radices{0};
+    if (e.info.default_radix != 0) {
+      radices = {2, 3, 4, 5, 8};
+      for (int k : e.info.radices)
+        if (std::find(radices.begin(), radices.end(), k) == radices.end()) radices.push_back(k);
+    }
+    for (int k : radices) v.push_back({&e.planner(), k, to_string(AlgorithmChoice{e.info.id, k})});
+  }
+  return v;
 }
 
 // Block sizes: equal, uneven with zeros, one huge block; offsets in reverse order with gaps.
@@ -55,25 +80,24 @@ std::vector<std::size_t> reversed_offsets(const std::vector<std::size_t>& bytes)
 }  // namespace
 
 TEST_CASE("every algorithm's schedule is a correct all-gather", "[validator]") {
-  for (const Planner* p : all_planners()) {
-    const std::string name(to_string(p->id()));
+  for (const Variant& v : variants()) {
     for (int n : rank_counts()) {
-      if (!p->unsupported_reason({n, 0}).empty()) continue;
-      INFO(name << " at N=" << n);
-      REQUIRE(validate(*p, n) == "");
+      if (!v.planner->unsupported_reason({n, 0, v.radix}).empty()) continue;
+      INFO(v.name << " (radix " << v.radix << ") at N=" << n);
+      REQUIRE(validate(plan_all(*v.planner, n, v.radix)) == "");
     }
   }
 }
 
 TEST_CASE("schedules cut the same messages on both sides for any block sizes", "[validator]") {
-  for (const Planner* p : all_planners()) {
+  for (const Variant& v : variants()) {
     for (int n : {1, 2, 3, 5, 8, 13, 33, 64, 100}) {
-      const auto schedules = plan_all(*p, n);
+      const auto schedules = plan_all(*v.planner, n, v.radix);
       for (int pattern = 0; pattern < 4; ++pattern) {
         const auto bytes = sizes_for(n, pattern);
         const auto offsets = reversed_offsets(bytes);
         for (std::size_t max_bytes : {std::size_t{7}, std::size_t{64}, std::size_t{1} << 30}) {
-          INFO(to_string(p->id()) << " N=" << n << " pattern=" << pattern << " max=" << max_bytes);
+          INFO(v.name << " (radix " << v.radix << ") N=" << n << " pattern=" << pattern << " max=" << max_bytes);
           REQUIRE(validate_messages(schedules, Layout::varying(bytes, offsets), max_bytes) == "");
         }
       }
@@ -95,32 +119,97 @@ TEST_CASE("round counts match the documented formulas", "[planner]") {
   }
 }
 
+namespace {
+
+// The classic (radix 2) Bruck schedule as lib/rd/bruck.cpp planned it before radices.
+Schedule classic_bruck(int n, int r) {
+  Schedule s{n, r, {}};
+  for (int dist = 1; dist < n; dist *= 2) {
+    const int count = std::min(dist, n - dist);
+    Round round;
+    std::vector<BlockSpan> send, recv;
+    append_wrapped(send, r, count, n);
+    append_wrapped(recv, r + dist, count, n);
+    add_send(round, (r - dist + n) % n, std::move(send));
+    add_recv(round, (r + dist) % n, std::move(recv));
+    s.rounds.push_back(std::move(round));
+  }
+  return s;
+}
+
+bool same_transfers(const std::vector<Transfer>& a, const std::vector<Transfer>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].peer != b[i].peer || a[i].blocks != b[i].blocks) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("plain bruck (radix 2) plans exactly the classic schedule", "[planner]") {
+  const Planner& bruck = planner_for(Algorithm::bruck);
+  for (int n : rank_counts())
+    for (int r = 0; r < n; ++r)
+      for (int radix : {0, 2}) {
+        const Schedule got = bruck.plan({n, r, radix}), want = classic_bruck(n, r);
+        INFO("N=" << n << " rank " << r << " radix " << radix);
+        REQUIRE(got.rounds.size() == want.rounds.size());
+        for (std::size_t k = 0; k < got.rounds.size(); ++k) {
+          REQUIRE(same_transfers(got.rounds[k].sends, want.rounds[k].sends));
+          REQUIRE(same_transfers(got.rounds[k].recvs, want.rounds[k].recvs));
+        }
+      }
+}
+
+TEST_CASE("radix-k bruck: ceil(log_k N) rounds, k-1 peers per full round", "[planner]") {
+  const Planner& bruck = planner_for(Algorithm::bruck);
+  for (int k : {2, 3, 4, 5, 8, 16})
+    for (int n : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64, 65, 100, 1000, 1024}) {
+      std::size_t rounds = 0;
+      for (long long reach = 1; reach < n; reach *= k) ++rounds;
+      INFO("k=" << k << " N=" << n);
+      const Schedule s = bruck.plan({n, n / 2, k});
+      REQUIRE(s.rounds.size() == rounds);
+      long long dist = 1;
+      for (const Round& round : s.rounds) {
+        const long long peers = std::min<long long>(k - 1, (n - 1) / dist);
+        CHECK(round.sends.size() == static_cast<std::size_t>(peers));
+        CHECK(round.recvs.size() == static_cast<std::size_t>(peers));
+        dist *= k;
+      }
+    }
+  // k >= N: one round, every other rank, like direct.
+  CHECK(bruck.plan({6, 0, 6}).rounds.size() == 1);
+  CHECK(bruck.plan({6, 0, 1000}).rounds[0].sends.size() == 5);
+  CHECK(bruck.plan({6, 0, 1 << 30}).rounds[0].recvs.size() == 5);
+}
+
 TEST_CASE("the validator rejects broken schedules", "[validator]") {
   const int n = 6;
   SECTION("a rank sends a block it does not hold") {
-    auto s = plan_all(ring_planner(), n);
+    auto s = plan_all(planner_for(Algorithm::ring), n);
     s[2].rounds[0].sends[0].blocks[0].first = 4;
     s[3].rounds[0].recvs[0].blocks[0].first = 4;
     CHECK_THAT(validate(s), Catch::Contains("does not hold"));
   }
   SECTION("a receive is dropped") {
-    auto s = plan_all(bruck_planner(), n);
+    auto s = plan_all(planner_for(Algorithm::bruck), n);
     s[1].rounds[1].recvs.clear();
     CHECK_THAT(validate(s), Catch::Contains("never received"));
   }
   SECTION("a receive expects other blocks") {
-    auto s = plan_all(recursive_doubling_planner(), 8);
+    auto s = plan_all(planner_for(Algorithm::recursive_doubling), 8);
     s[5].rounds[2].recvs[0].blocks[0].count = 1;
     CHECK_THAT(validate(s), Catch::Contains("does not match"));
   }
   SECTION("a rank never gets a block") {
-    auto s = plan_all(ring_planner(), n);
+    auto s = plan_all(planner_for(Algorithm::ring), n);
     s[0].rounds.back().recvs.clear();
     s[n - 1].rounds.back().sends.clear();
     CHECK_THAT(validate(s), Catch::Contains("ends without block"));
   }
   SECTION("a block arrives twice") {
-    auto s = plan_all(direct_planner(), 3);
+    auto s = plan_all(planner_for(Algorithm::direct), 3);
     // rank 1 also forwards block 1 to rank 0 in a second round, where 0 already has it.
     Round extra;
     add_send(extra, 0, {{1, 1}});

@@ -104,7 +104,8 @@ std::string_view form_name(Form f) {
 
 Settings parse(int argc, char** argv, int rank) {
   Settings s;
-  for (const auto& e : agx::algorithm_table) s.algos.emplace_back(e.name);
+  for (const auto& c : agx::algorithm_variants()) s.algos.push_back(agx::to_string(c));
+  s.algos.insert(s.algos.begin(), "auto");
   std::size_t min_bytes = 1, max_bytes = std::size_t{64} << 20, factor = 2, step = 0;
   std::vector<std::size_t> list;
   s.command_line = argv[0];
@@ -134,10 +135,14 @@ Settings parse(int argc, char** argv, int rank) {
     else if (a == "--algos") {
       const std::string v = next();
       s.algos.clear();
-      if (v == "all") for (const auto& e : agx::algorithm_table) s.algos.emplace_back(e.name);
-      else if (v != "none") s.algos = split(v);
-      for (const auto& name : s.algos)
-        if (!agx::parse_algorithm(name)) fail(rank, "unknown agx algorithm '" + name + "'");
+      if (v == "all") {
+        s.algos.emplace_back("auto");
+        for (const auto& c : agx::algorithm_variants()) s.algos.push_back(agx::to_string(c));
+      } else if (v != "none") s.algos = split(v);
+      for (const auto& name : s.algos) {
+        std::string why;
+        if (!agx::parse_algorithm_choice(name, &why)) fail(rank, "--algos: " + why);
+      }
     } else if (a == "--no-mpi") s.mpi = false;
     else if (a == "--no-copy-bound") s.copy_bound = false;
     else if (a == "--in-place") s.in_place = {true};

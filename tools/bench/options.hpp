@@ -18,7 +18,7 @@ std::string_view form_name(Form f);
 
 struct Settings {
   std::vector<std::size_t> sizes;   ///< per-rank bytes of the sweep, ascending
-  std::vector<std::string> algos;   ///< agx algorithm names; all of agx::algorithm_table by default
+  std::vector<std::string> algos;   ///< agx algorithms ("bruck:k=4"); auto + agx::algorithm_variants() by default
   bool mpi = true;                  ///< the MPI library's own MPI_Allgather(v)
   bool copy_bound = true;           ///< memcpy of the bytes each rank must write
   std::vector<bool> in_place{false};

@@ -57,7 +57,7 @@ std::string call_once(const Context& x, const Candidate& c) {
     }
     case Kind::agx: break;
   }
-  const agx::Allgather<std::uint8_t> gather(x.comm, {c.algo});
+  const agx::Allgather<std::uint8_t> gather(x.comm, {c.algo.id, true, c.algo.radix});
   const std::span<std::uint8_t> recv(x.b.recv(), p.total_bytes);
   const std::span<const std::uint8_t> send(x.b.send());
   agx::Algorithm ran{};
@@ -65,7 +65,7 @@ std::string call_once(const Context& x, const Candidate& c) {
     ran = p.in_place ? gather.in_place(recv) : gather(send, recv);
   else
     ran = p.in_place ? gather.v_in_place(recv, p.counts, p.displs) : gather.v(send, recv, p.counts, p.displs);
-  return std::string(agx::to_string(ran));
+  return ran == c.algo.id ? agx::to_string(c.algo) : std::string(agx::to_string(ran));
 }
 
 bool all_ranks(MPI_Comm comm, bool mine) {
@@ -115,7 +115,7 @@ void batch(const Context& x, const Candidate& c, int iters, Outcome& o) {
 std::vector<Candidate> make_candidates(const Settings& s) {
   std::vector<Candidate> out;
   if (s.mpi) out.push_back({Kind::mpi, "mpi", {}});
-  for (const auto& name : s.algos) out.push_back({Kind::agx, name, *agx::parse_algorithm(name)});
+  for (const auto& name : s.algos) out.push_back({Kind::agx, name, *agx::parse_algorithm_choice(name)});
   if (s.copy_bound) out.push_back({Kind::copy_bound, "copy-bound", {}});
   return out;
 }

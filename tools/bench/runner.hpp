@@ -21,7 +21,7 @@ enum class Kind { mpi, agx, copy_bound };
 struct Candidate {
   Kind kind = Kind::agx;
   std::string name;             ///< "mpi", "copy-bound" or an agx algorithm name
-  agx::Algorithm algo{};        ///< for agx candidates
+  agx::AlgorithmChoice algo{};  ///< for agx candidates
 };
 
 /// What one candidate did at one sweep point.

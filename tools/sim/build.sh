@@ -16,7 +16,7 @@ if ! command -v smpicxx >/dev/null 2>&1; then
   exit 77
 fi
 mkdir -p "$out/obj"
-sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/message.cpp lib/core/executor.cpp
+sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/core/message.cpp lib/core/executor.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
          lib/direct/*.cpp lib/ring/*.cpp lib/rd/*.cpp lib/hier/node_planner.cpp
