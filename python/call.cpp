@@ -34,20 +34,29 @@ int comm_rank(MPI_Comm comm) {
 
 /// `obj` as a NumPy array without a copy: an ndarray itself, or a view of any object
 /// with the buffer protocol. Rejects what agx cannot move as bytes.
-py::array as_array(py::handle obj, const char* what, bool writable) {
-  py::array a;
-  if (py::isinstance<py::array>(obj)) {
-    a = py::reinterpret_borrow<py::array>(obj);
-  } else if (PyObject_CheckBuffer(obj.ptr())) {
-    a = py::array::ensure(obj);
+py::array view_of(py::handle obj, const char* what) {
+  if (py::isinstance<py::array>(obj)) return py::reinterpret_borrow<py::array>(obj);
+  if (PyObject_CheckBuffer(obj.ptr())) {
+    // Through a memoryview: NumPy reads bytes objects as string scalars otherwise.
+    auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(obj.ptr()));
+    if (!view) throw py::error_already_set();
+    py::array a = py::array::ensure(view);
     if (!a) throw py::type_error(std::string("agx: ") + what + " (" + type_name(obj) +
                                  ") exports a buffer NumPy cannot view");
-  } else {
-    throw py::type_error(std::string("agx: ") + what + " must support the buffer protocol " +
-                         "(a NumPy array, bytearray, memoryview, array.array...), got " +
-                         type_name(obj));
+    return a;
   }
-  if (a.dtype().attr("hasobject").cast<bool>())
+  throw py::type_error(std::string("agx: ") + what + " must support the buffer protocol " +
+                       "(a NumPy array, bytearray, memoryview, array.array...), got " +
+                       type_name(obj));
+}
+
+constexpr char npy_item_hasobject = 0x01;  // NPY_ITEM_HASOBJECT of numpy/ndarraytypes.h
+
+/// `obj` as a NumPy array without a copy: an ndarray itself, or a view of any object
+/// with the buffer protocol. Rejects what agx cannot move as bytes.
+py::array as_array(py::handle obj, const char* what, bool writable) {
+  py::array a = view_of(obj, what);
+  if ((a.dtype().flags() & npy_item_hasobject) != 0)
     throw py::type_error(std::string("agx: ") + what + " has dtype " +
                          text(a.dtype()) +
                          ", which holds Python object references; agx gathers plain bytes");
@@ -86,6 +95,14 @@ std::size_t checked_product(std::size_t a, std::size_t b, const char* what) {
       p > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()))
     throw Error(MPI_ERR_COUNT, std::string("agx: ") + what + " overflows the byte size");
   return p;
+}
+
+/// N * len(send) rows of send's dtype (a 0-d send counts as one row of one element).
+py::array allocate_rows(const py::array& send, std::size_t n) {
+  std::vector<py::ssize_t> shape(send.shape(), send.shape() + send.ndim());
+  if (shape.empty()) shape.push_back(1);
+  shape[0] *= static_cast<py::ssize_t>(n);
+  return py::array(send.dtype(), shape);
 }
 
 /// A sequence of Python integers (or NumPy integers) with exactly n entries.
@@ -155,36 +172,34 @@ Call uniform_call(py::handle comm, py::handle send, py::handle recv,
   const auto n = static_cast<std::size_t>(c.nranks);
   if (send.is_none()) {  // in place
     if (recv.is_none()) throw py::value_error("agx: in place (send=None) needs recv");
-    c.recv = as_array(recv, "recv", true);
-    const auto items = static_cast<std::size_t>(c.recv.size());
+    py::array r = as_array(recv, "recv", true);
+    const auto items = static_cast<std::size_t>(r.size());
     if (items % n != 0)
       throw Error(MPI_ERR_COUNT, "agx: in place, recv has " + std::to_string(items) +
                                      " elements, not a multiple of the " + std::to_string(n) +
                                      " ranks");
-    c.block_bytes = items / n * static_cast<std::size_t>(c.recv.itemsize());
-    c.buffers = {nullptr, c.recv.mutable_data(), true};
+    c.block_bytes = items / n * static_cast<std::size_t>(r.itemsize());
+    c.buffers = {nullptr, r.mutable_data(), true};
+    c.recv = std::move(r);
     return c;
   }
-  c.send = as_array(send, "send", false);
-  const auto count = static_cast<std::size_t>(c.send.size());
-  c.block_bytes = static_cast<std::size_t>(c.send.nbytes());
+  py::array s = as_array(send, "send", false);
+  const auto count = static_cast<std::size_t>(s.size());
+  c.block_bytes = static_cast<std::size_t>(s.nbytes());
   checked_product(c.block_bytes, n, "N x send");
-  if (recv.is_none()) {  // N * len(send) rows of send's dtype
-    std::vector<py::ssize_t> shape(c.send.shape(), c.send.shape() + c.send.ndim());
-    if (shape.empty()) shape.push_back(1);
-    shape[0] *= static_cast<py::ssize_t>(n);
-    c.recv = py::array(c.send.dtype(), shape);
-  } else {
-    c.recv = as_array(recv, "recv", true);
-    check_same_dtype(c.send, c.recv);
+  py::array r = recv.is_none() ? allocate_rows(s, n) : as_array(recv, "recv", true);
+  if (!recv.is_none()) {
+    check_same_dtype(s, r);
     const std::size_t need = count * n;
-    if (static_cast<std::size_t>(c.recv.size()) < need)
-      throw Error(MPI_ERR_COUNT, "agx: recv holds " + std::to_string(c.recv.size()) +
+    if (static_cast<std::size_t>(r.size()) < need)
+      throw Error(MPI_ERR_COUNT, "agx: recv holds " + std::to_string(r.size()) +
                                      " elements, needs " + std::to_string(need) + " (" +
                                      std::to_string(n) + " ranks x " + std::to_string(count) + ")");
-    check_no_overlap(c.send, c.recv);
+    check_no_overlap(s, r);
   }
-  c.buffers = {c.send.data(), c.recv.mutable_data(), false};
+  c.buffers = {s.data(), r.mutable_data(), false};
+  c.send = std::move(s);
+  c.recv = std::move(r);
   return c;
 }
 
@@ -197,7 +212,8 @@ Call varying_call(py::handle comm, py::handle send, py::handle recv, py::handle 
   const int rank = comm_rank(c.comm);
   const bool in_place = send.is_none();
   if (in_place && recv.is_none()) throw py::value_error("agx: in place (send=None) needs recv");
-  if (!in_place) c.send = as_array(send, "send", false);
+  std::optional<py::array> s;  // py::array{} would allocate an array
+  if (!in_place) s = as_array(send, "send", false);
 
   const std::vector<long long> count = to_integers(counts, "counts", c.nranks);
   std::vector<long long> displ;
@@ -225,15 +241,13 @@ Call varying_call(py::handle comm, py::handle send, py::handle recv, py::handle 
       throw Error(MPI_ERR_COUNT, "agx: block " + std::to_string(i) + " ends past any buffer");
     if (count[u] > 0 && block_end > end) end = block_end;
   }
-  if (recv.is_none()) {
-    c.recv = py::array(c.send.dtype(), std::vector<py::ssize_t>{static_cast<py::ssize_t>(end)});
-    std::fill_n(static_cast<char*>(c.recv.mutable_data()), c.recv.nbytes(), '\0');
-  } else {
-    c.recv = as_array(recv, "recv", true);
-    if (!in_place) check_same_dtype(c.send, c.recv);
-  }
-  const auto items = static_cast<long long>(c.recv.size());
-  const auto elem = static_cast<std::size_t>(c.recv.itemsize());
+  py::array r = recv.is_none()
+                    ? py::array(s->dtype(), std::vector<py::ssize_t>{static_cast<py::ssize_t>(end)})
+                    : as_array(recv, "recv", true);
+  if (recv.is_none()) std::fill_n(static_cast<char*>(r.mutable_data()), r.nbytes(), '\0');
+  if (!in_place) check_same_dtype(*s, r);
+  const auto items = static_cast<long long>(r.size());
+  const auto elem = static_cast<std::size_t>(r.itemsize());
   for (int i = 0; i < c.nranks; ++i) {
     const auto u = static_cast<std::size_t>(i);
     if (count[u] > 0 && displ[u] + count[u] > items)
@@ -243,11 +257,11 @@ Call varying_call(py::handle comm, py::handle send, py::handle recv, py::handle 
                                    std::to_string(items) + " elements");
   }
   const auto own = static_cast<std::size_t>(rank);
-  if (!in_place && c.send.size() != count[own])
-    throw Error(MPI_ERR_COUNT, "agx: send has " + std::to_string(c.send.size()) +
+  if (!in_place && s->size() != count[own])
+    throw Error(MPI_ERR_COUNT, "agx: send has " + std::to_string(s->size()) +
                                    " elements but counts[" + std::to_string(rank) + "] is " +
                                    std::to_string(count[own]));
-  if (!in_place) check_no_overlap(c.send, c.recv);
+  if (!in_place) check_no_overlap(*s, r);
   c.bytes.resize(count.size());
   c.offsets.resize(count.size());
   std::size_t total = 0;
@@ -257,7 +271,9 @@ Call varying_call(py::handle comm, py::handle send, py::handle recv, py::handle 
     if (__builtin_add_overflow(total, c.bytes[u], &total))
       throw Error(MPI_ERR_COUNT, "agx: the blocks add up to more bytes than a buffer holds");
   }
-  c.buffers = {in_place ? nullptr : c.send.data(), c.recv.mutable_data(), in_place};
+  c.buffers = {in_place ? nullptr : s->data(), r.mutable_data(), in_place};
+  if (!in_place) c.send = std::move(*s);
+  c.recv = std::move(r);
   return c;
 }
 

@@ -34,7 +34,8 @@ MPI_Comm to_comm(py::handle comm);
 Options to_options(const std::optional<std::string>& algorithm);
 
 /// A checked call: buffers and layout for libagx, plus the arrays it reads and writes
-/// (held so that a Request or Plan keeps them alive).
+/// (held so that a Request or Plan keeps them alive). The arrays are py::object: a
+/// default-constructed py::array would allocate an array on every call.
 struct Call {
   MPI_Comm comm = MPI_COMM_NULL;
   Options options;
@@ -42,8 +43,8 @@ struct Call {
   int nranks = 0;
   std::size_t block_bytes = 0;                  // the uniform layout
   std::vector<std::size_t> bytes, offsets;      // the v layout (non-empty when used)
-  py::array send;                               // empty for in place
-  py::array recv;
+  py::object send;                              // None for in place
+  py::object recv;                              // a NumPy array
 
   Layout layout() const {
     return bytes.empty() ? Layout::uniform(nranks, block_bytes) : Layout::varying(bytes, offsets);

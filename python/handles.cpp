@@ -36,7 +36,7 @@ bool PyRequest::test() {
   return request_->test();
 }
 
-py::array PyRequest::wait() {
+py::object PyRequest::wait() {
   {
     py::gil_scoped_release nogil;
     std::lock_guard lock(mutex_);
@@ -66,7 +66,7 @@ bool PyPlan::test() {
   return plan_->test();
 }
 
-py::array PyPlan::wait() {
+py::object PyPlan::wait() {
   {
     py::gil_scoped_release nogil;
     std::lock_guard lock(mutex_);

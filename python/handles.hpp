@@ -27,13 +27,13 @@ class PyRequest {
   ~PyRequest();
 
   bool test();
-  py::array wait();
+  py::object wait();
   bool active() const { return request_->active(); }
   std::string algorithm() const;
-  const py::array& recv() const { return recv_; }
+  const py::object& recv() const { return recv_; }
 
  private:
-  py::array send_, recv_;               // destroyed after request_
+  py::object send_, recv_;              // destroyed after request_
   std::unique_ptr<Request> request_;
   std::mutex mutex_;
 };
@@ -47,15 +47,15 @@ class PyPlan {
 
   void start();
   bool test();
-  py::array wait();
+  py::object wait();
   bool active() const { return plan_->active(); }
   std::string algorithm() const;
   unsigned long long starts() const { return plan_->starts(); }
-  const py::array& send() const { return send_; }
-  const py::array& recv() const { return recv_; }
+  const py::object& send() const { return send_; }
+  const py::object& recv() const { return recv_; }
 
  private:
-  py::array send_, recv_;
+  py::object send_, recv_;
   std::unique_ptr<Plan> plan_;
   std::mutex mutex_;
 };

@@ -39,7 +39,7 @@ void raise_agx_error(const agx::Error& e) {
   PyErr_SetObject(error_type, exc.ptr());
 }
 
-py::array run(const Call& c) {
+py::object run(const Call& c) {
   {
     py::gil_scoped_release nogil;
     agx::allgather_bytes(c.comm, c.buffers, c.layout(), c.options);
@@ -199,6 +199,21 @@ PYBIND11_MODULE(agx, m) {
       "comm"_a, "send"_a, "recv"_a = py::none(), "algorithm"_a = py::none(),
       "choose_algorithm(comm, send, recv=None, algorithm=None) -> str\n\nThe algorithm "
       "allgather would run for these arguments (collective on a communicator's first use).");
+  m.def(
+      "_cxx_loop",
+      [](py::object comm, py::object send, py::object recv, int iterations,
+         const OptName& algorithm) {
+        const Call c = agx::python::uniform_call(comm, send, recv, algorithm);
+        const agx::Layout layout = c.layout();
+        py::gil_scoped_release nogil;
+        const double t0 = MPI_Wtime();
+        for (int i = 0; i < iterations; ++i)
+          agx::allgather_bytes(c.comm, c.buffers, layout, c.options);
+        return MPI_Wtime() - t0;
+      },
+      "comm"_a, "send"_a, "recv"_a, "iterations"_a, "algorithm"_a = py::none(),
+      "Runs the C++ call (allgather_bytes) `iterations` times in a C++ loop and returns the "
+      "seconds it took: the reference of examples/python/call_overhead.py.");
   m.def(
       "algorithms",
       [] {
