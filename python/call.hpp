@@ -43,7 +43,7 @@ struct Call {
   int nranks = 0;
   std::size_t block_bytes = 0;                  // the uniform layout
   std::vector<std::size_t> bytes, offsets;      // the v layout (non-empty when used)
-  py::object send;                              // None for in place
+  py::object send = py::none();                 // None for in place
   py::object recv;                              // a NumPy array
 
   Layout layout() const {

@@ -73,6 +73,14 @@ def test_in_place(comm, algorithm):
     agx.start(comm, None, recv, algorithm=algorithm).wait()
     assert same(recv, gathered(comm.size, n, np.int64))
 
+    recv[:] = sentinel(comm.size * n, np.int64)
+    plan = agx.plan(comm, None, recv, algorithm=algorithm)
+    assert plan.send is None and plan.recv is recv
+    recv[comm.rank * n:(comm.rank + 1) * n] = block(comm.rank, n, np.int64)
+    plan.start()
+    plan.wait()
+    assert same(recv, gathered(comm.size, n, np.int64))
+
 
 def test_other_buffer_objects(comm):
     send = bytearray(block(comm.rank, 10, np.uint8).tobytes())
