@@ -6,6 +6,7 @@ packages=(build-essential pkg-config meson ninja-build
           openmpi-bin libopenmpi-dev mpich libmpich-dev
           libhwloc-dev hwloc catch2 gfortran
           python3-matplotlib                        # tools/agx-plot
+          python3-dev pybind11-dev python3-numpy python3-mpi4py python3-pytest  # python/, test/python
           slurmctld slurmd slurm-client munge       # test/slurm (starts its own private daemons)
           libsimgrid-dev                            # test/sim (smpicxx, smpirun)
           valgrind)                                 # test/sanitizers (memcheck run)

@@ -17,7 +17,7 @@ configure() {  # configure <dir> [meson options...]
 
 status=0
 configure build
-meson test -C build --print-errorlogs || status=1
+meson test -C build --print-errorlogs || status=1  # every suite, python included (test/python)
 logs=(build/meson-logs/testlog.json)
 
 configure build-mpich -Dmpi=mpich -Dcuda=disabled  # the CUDA build is checked once, on Open MPI
