@@ -153,14 +153,16 @@ MPI_Comm to_comm(py::handle comm) {
 Options to_options(const std::optional<std::string>& algorithm) {
   Options o;
   if (!algorithm) return o;
-  if (const auto a = parse_algorithm(*algorithm)) {
-    o.algorithm = *a;
+  std::string why;
+  if (const auto a = parse_algorithm_choice(*algorithm, &why)) {  // AGX_ALGO's syntax
+    o.algorithm = a->id;
+    o.radix = a->id == Algorithm::automatic ? 0 : a->radix;
     return o;
   }
   std::string known;
-  for (const auto& e : algorithm_table) known += (known.empty() ? "" : ", ") + std::string(e.name);
-  throw Error(MPI_ERR_ARG, "agx: algorithm '" + *algorithm + "' names no algorithm (known: " +
-                               known + ")");
+  for (const auto& e : algorithms()) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  throw Error(MPI_ERR_ARG, "agx: algorithm '" + *algorithm + "' is not valid" +
+                               (why.empty() ? "" : " (" + why + ")") + "; known: " + known);
 }
 
 Call uniform_call(py::handle comm, py::handle send, py::handle recv,

@@ -189,12 +189,12 @@ PYBIND11_MODULE(agx, m) {
       "choose_algorithm",
       [](py::object comm, py::object send, py::object recv, const OptName& algorithm) {
         const Call c = agx::python::uniform_call(comm, send, recv, algorithm);
-        agx::Algorithm a{};
+        agx::AlgorithmChoice a{};
         {
           py::gil_scoped_release nogil;
           a = agx::choose_algorithm(c.comm, c.layout(), c.options, c.buffers.in_place);
         }
-        return std::string(agx::to_string(a));
+        return agx::to_string(a);
       },
       "comm"_a, "send"_a, "recv"_a = py::none(), "algorithm"_a = py::none(),
       "choose_algorithm(comm, send, recv=None, algorithm=None) -> str\n\nThe algorithm "
@@ -218,7 +218,7 @@ PYBIND11_MODULE(agx, m) {
       "algorithms",
       [] {
         py::dict d;
-        for (const auto& e : agx::algorithm_table)
+        for (const auto& e : agx::algorithms())
           d[py::str(std::string(e.name))] = std::string(e.summary);
         return d;
       },

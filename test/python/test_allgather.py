@@ -41,7 +41,7 @@ def test_dtypes(comm, dtype):
     assert same(out, gathered(comm.size, 5, dtype))
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "bruck", "recursive_doubling", "shared_memory"])
+@pytest.mark.parametrize("algorithm", ["ring", "bruck", "bruck:k=4", "recursive_doubling", "shared_memory"])
 def test_structured_dtype(comm, algorithm):
     send = block(comm.rank, 33, STRUCT)
     recv = sentinel(comm.size * 33, STRUCT)
