@@ -38,9 +38,9 @@ constexpr RegistryEntry entries[] = {
   {{Algorithm::bruck, "bruck", "radix-k Bruck: in round r send what you hold to k−1 peers rank − j·k^r; no final rotation", "k: radix, 2 or more (default 2; k ≥ N is one round)", "none", 2, bruck_radices, true},
    &bruck_planner, "lib/rd/bruck.cpp", "⌈log_k N⌉", "(N−1)·M in up to (k−1)·⌈log_k N⌉ messages"},
   {{Algorithm::hierarchical, "hierarchical", "node stage in shared memory, node aggregates between nodes by a schedule (lib/hier)", "", "more than one node, and fewer nodes than ranks", 0, {}, false},
-   nullptr, "lib/hier/hier_allgather.cpp", "node stage + inter-node schedule", "see docs/hierarchy.md"},
+   nullptr, "lib/hier/node_planner.cpp", "put; get of the own node's blocks while the inter-node schedule runs between leaders (I rounds); get of the rest: I + 2", "M into the segment; leader l: slice l of the node aggregates as the inter-node algorithm moves them (docs/hierarchy.md)"},
   {{Algorithm::shared_memory, "shared_memory", "one node: shared segment with flag sync, single copy for large blocks (lib/hier)", "", "all ranks on one node", 0, {}, false},
-   nullptr, "lib/hier/hier_allgather.cpp", "copy in, sync, copy out", "M into the segment"},
+   nullptr, "lib/hier/node_planner.cpp", "2: put the own block, get the others", "no message: M into the segment, (N−1)·M out of it"},
   {{Algorithm::distance_halving, "distance_halving", "recursive doubling with partner rank XOR N/2^(k+1): the heavy rounds go to the nearest (same-node) ranks", "", "none", 0, {}, true},
    &distance_halving_planner, "lib/rd/distance_halving.cpp", "log₂N (power of two); ⌊log₂N⌋ + 2", "(N−1)·M (+ (N−1)·M on the last hop when folded)"},
 };
