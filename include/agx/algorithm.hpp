@@ -27,7 +27,7 @@ struct AlgorithmName {
 };
 
 inline constexpr std::array<AlgorithmName, 9> algorithm_table{{
-    {Algorithm::automatic, "auto", "choose by rule from rank count and message size"},
+    {Algorithm::automatic, "auto", "measured winner from the tuning file, else cost model's argmin"},
     {Algorithm::direct, "direct", "one round: send own block to all, receive from all"},
     {Algorithm::ring, "ring", "N-1 rounds to the right neighbour; bandwidth-optimal"},
     {Algorithm::neighbor_exchange, "neighbor_exchange",

@@ -30,6 +30,8 @@ Settings read_environment() {
   if (auto v = number("AGX_SHM_CHUNK_BYTES"); v && *v >= 4096 && *v <= (1ull << 30)) s.chunk_bytes = *v;
   if (auto v = number("AGX_CMA"); v) s.cma = *v != 0;
   if (auto v = number("AGX_CMA_MIN_BYTES"); v) s.cma_min_bytes = *v;
+  if (const char* t = std::getenv("AGX_VIRTUAL_NODES"); t != nullptr) s.virtual_nodes = t;
+  if (const char* t = std::getenv("AGX_VIRTUAL_NODE_SIZE"); t != nullptr) s.virtual_node_size = t;
   return s;
 }
 

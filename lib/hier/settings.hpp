@@ -4,7 +4,8 @@
 //
 //   AGX_HIER_INTER=<name>     inter-node schedule: any point-to-point algorithm of the
 //                             table (direct, ring, neighbor_exchange, recursive_doubling,
-//                             bruck); default: the rule in hier_allgather.cpp
+//                             bruck, distance_halving); default: the rule in
+//                             hier_allgather.cpp
 //   AGX_HIER_LEADERS=k        leaders per node, each carrying 1/k of every node
 //                             aggregate (capped at the smallest node); default 1
 //   AGX_SHM_CHUNK_BYTES=b     copy-in/copy-out chunk of large blocks; default 64 KiB
@@ -12,6 +13,8 @@
 //   AGX_CMA_MIN_BYTES=b       single copy when the mean block is at least b; default:
 //                             from 256 KiB where a probe at setup finds the kernel copy
 //                             fast enough to beat staging, else never (hier_context.cpp)
+//   AGX_VIRTUAL_NODES, AGX_VIRTUAL_NODE_SIZE   their texts, parsed per communicator by
+//                             virtual_nodes.cpp
 
 #include <agx/algorithm.hpp>
 
@@ -28,6 +31,8 @@ struct Settings {
   std::size_t chunk_bytes = 64 * 1024;
   bool cma = true;
   std::optional<std::size_t> cma_min_bytes;  ///< unset: decided by the setup probe
+  std::string virtual_nodes;      ///< AGX_VIRTUAL_NODES text (virtual_nodes.hpp); empty: unset
+  std::string virtual_node_size;  ///< AGX_VIRTUAL_NODE_SIZE text; empty: unset
 };
 
 const Settings& settings();
