@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(build-essential pkg-config meson ninja-build
           openmpi-bin libopenmpi-dev mpich libmpich-dev
           libhwloc-dev hwloc catch2 gfortran
+          libcli11-dev                              # tools' command lines (header-only)
           python3-matplotlib                        # tools/agx-plot
           slurmctld slurmd slurm-client munge       # test/slurm (starts its own private daemons)
           libsimgrid-dev                            # test/sim (smpicxx, smpirun)

@@ -30,6 +30,9 @@
 // unknown option or a missing value is a message on rank 0 and exit status 2.
 // Exit status: 0 all good, 1 a wrong result or a failed check, 2 bad arguments.
 
+// CLI11 first: under smpicxx, mpi.h defines exit(x) as a macro, which breaks CLI::App::exit.
+#include <CLI/CLI.hpp>
+
 #include <mpi.h>
 #ifdef SMPI_SHARED_MALLOC
 #include <simgrid/actor.h>
@@ -50,8 +53,6 @@ constexpr bool kSharedAddressSpace = false;
 #include "core/planner.hpp"
 #include "core/validator.hpp"
 #include "hier_p2p.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <charconv>
