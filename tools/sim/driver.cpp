@@ -30,8 +30,12 @@
 // unknown option or a missing value is a message on rank 0 and exit status 2.
 // Exit status: 0 all good, 1 a wrong result or a failed check, 2 bad arguments.
 
-// CLI11 first: under smpicxx, mpi.h defines exit(x) as a macro, which breaks CLI::App::exit.
+// smpicxx force-includes smpi_helpers.h, whose exit(x) macro breaks CLI::App::exit:
+// CLI11 is read without it.
+#pragma push_macro("exit")
+#undef exit
 #include <CLI/CLI.hpp>
+#pragma pop_macro("exit")
 
 #include <mpi.h>
 #ifdef SMPI_SHARED_MALLOC
@@ -148,7 +152,7 @@ std::string parse(int argc, char** argv, Args& a) {
   CLI::App app{"agx-sim"};
   using Text = const std::string&;
   auto value = [&](const char* name, std::function<void(Text)> apply) {
-    app.add_option_function<std::string>(name, std::move(apply));
+    app.add_option_function<std::string>(name, std::move(apply))->trigger_on_parse();  // last wins
   };
   app.add_flag("--check", a.check);
   value("--ppn", [&](Text v) {
