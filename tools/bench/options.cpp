@@ -7,10 +7,9 @@
 
 #include <agx/algorithm.hpp>
 
-#include <CLI/CLI.hpp>
+#include "cli_values.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -64,27 +63,8 @@ Self-test:
   throw CLI::ValidationError(option, message);
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    if (comma > at) out.push_back(s.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
-// The whole text as a number of type T (no sign, space or trailing characters for integers).
-template <class T>
-T number(const std::string& option, const std::string& text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  const auto [stop, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc{} || stop != end)
-    bad_value(option, "not a number: '" + text + "'");
-  return value;
-}
+using agx_tools::number;
+using agx_tools::split;
 
 std::size_t parse_bytes(const std::string& option, const std::string& text) {
   std::size_t digits = 0;

@@ -34,7 +34,7 @@
 // CLI11 is read without it.
 #pragma push_macro("exit")
 #undef exit
-#include <CLI/CLI.hpp>
+#include "cli_values.hpp"  // CLI11
 #pragma pop_macro("exit")
 
 #include <mpi.h>
@@ -59,7 +59,6 @@ constexpr bool kSharedAddressSpace = false;
 #include "hier_p2p.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
@@ -115,37 +114,9 @@ struct Args {
   std::string label = "sim";
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    if (comma > at) out.push_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
-// The whole text as a T (no sign, space or trailing characters for integers), else a
-// CLI11 validation error naming the option.
-template <class T>
-T number(const std::string& option, const std::string& text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  const auto [stop, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc{} || stop != end)
-    throw CLI::ValidationError(option, "not a number: '" + text + "'");
-  return value;
-}
-
-template <class T>
-std::vector<T> numbers(const std::string& option, const std::string& text, std::size_t want = 0) {
-  std::vector<T> out;
-  for (const std::string& item : split(text)) out.push_back(number<T>(option, item));
-  if (want != 0 && out.size() != want)
-    throw CLI::ValidationError(option, "needs " + std::to_string(want) + " comma-separated numbers, not '" + text + "'");
-  return out;
-}
+using agx_tools::number;
+using agx_tools::numbers;
+using agx_tools::split;
 
 // The command line, read with CLI11; "" when it is good, else the message.
 std::string parse(int argc, char** argv, Args& a) {
