@@ -20,6 +20,8 @@
 #   swap-blocks         block_address swaps the places of blocks 1 and 2 (N > 2)
 #   skip-own-copy       the executor never copies the own block (out of place)
 #   planner-drop-block  distance_halving stops passing on the last block it holds
+#   auto-runs-other     an automatic call runs ring (or direct) instead of what the
+#                       selector chose: right data, wrong algorithm
 # Results of the last run: docs/reliability.md ("Mutation runs"). Exit status: 0 when
 # every mutation was caught by at least one suite and the baseline passed, 1 otherwise.
 # Cost: one build without CUDA (libagx, the interposer and the suites' programs), then per mutation one recompiled file and the three

@@ -59,7 +59,7 @@ if echo "$grouped" | grep -E '^ +65536 B' | grep -q '\*direct'; then
   echo "groups: auto still picks direct"; echo "$grouped"; exit 1
 fi
 # Bad values are refused with a message and exit status 2 (before: agx-info read --sizes
-# 8:x as 8:0, agx-tune read --max-bytes 1x as 1 and died on x in an uncaught std::stoull exception).
+# 8:x as 8:0; agx-tune read --max-bytes 1x as 1, and --max-bytes x threw out of main).
 for bad in "agx-tune --max-bytes 1x|agx-tune: --max-bytes: not a number: '1x'" \
            "agx-tune --no-such-option|agx-tune: The following argument was not expected: --no-such-option" \
            "agx-info --sizes 8:x|agx-info: --sizes: not a number: 'x'" \
