@@ -40,6 +40,11 @@ fi
 mkdir -p "$work/src"
 # The copy: files keep their times, so an unchanged file is not rebuilt.
 (cd "$root" && git ls-files -z -co --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$work/src"
+# A run that stopped between patch and revert leaves objects of a mutated file that the
+# copy's older time would not replace: every file a patch touches is recompiled once.
+for p in "$here"/*.patch; do
+  for f in $(grep '^+++ ' "$p" | sed 's|^+++ b/||; s|\s.*||'); do touch "$work/src/$f"; done
+done
 if [ ! -f "$work/build/build.ninja" ]; then
   meson setup "$work/build" "$work/src" -Dcuda=disabled >"$work/setup.log" 2>&1 ||
     { cat "$work/setup.log"; exit 1; }
