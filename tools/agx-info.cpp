@@ -3,6 +3,7 @@
 //   mpirun -np 4 agx-info [--call BYTES] [--sizes MIN:MAX]
 //   agx-info --algorithms | --algorithms-markdown | --check-variants NAME...
 //
+// Options are read with CLI11; a value that cannot be read is a message and exit status 2.
 // Prints, per node (from its first rank): the nodes and their ranks (after any
 // virtual-node setting), the machine as hwloc sees it (packages, NUMA domains,
 // cores, caches), each local rank's binding and last core, the leaders, whether
@@ -21,6 +22,7 @@
 #include <agx/agx.hpp>
 
 #include "core/registry.hpp"
+#include "cli_values.hpp"
 #include "core/select.hpp"
 #include "hier/hier.hpp"
 
@@ -84,15 +86,27 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   std::size_t call_bytes = 0, min_bytes = 8, max_bytes = std::size_t{16} << 20;
-  for (int i = 1; i + 1 < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--call") call_bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    if (a == "--sizes") {
-      const std::string v = argv[i + 1];
-      min_bytes = std::max<std::size_t>(1, std::strtoull(v.c_str(), nullptr, 10));
-      if (const auto colon = v.find(':'); colon != std::string::npos)
-        max_bytes = std::strtoull(v.c_str() + colon + 1, nullptr, 10);
-    }
+  CLI::App app{"agx-info"};
+  app.add_option_function<std::string>("--call", [&](const std::string& v) {
+    call_bytes = agx_tools::number<std::size_t>("--call", v);
+  });
+  app.add_option_function<std::string>("--sizes", [&](const std::string& v) {
+    const std::vector<std::string> range = agx_tools::split(v, ':');
+    if (range.empty() || range.size() > 2 || v.front() == ':' || v.back() == ':')
+      throw CLI::ValidationError("--sizes", "takes MIN or MIN:MAX, not '" + v + "'");
+    min_bytes = std::max<std::size_t>(1, agx_tools::number<std::size_t>("--sizes", range[0]));
+    if (range.size() == 2) max_bytes = agx_tools::number<std::size_t>("--sizes", range[1]);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (rank == 0) std::fputs("usage: mpirun -np N agx-info [--call BYTES] [--sizes MIN:MAX]\n", stdout);
+    MPI_Finalize();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0) std::fprintf(stderr, "agx-info: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
   }
   int rc = 0;
   try {

@@ -14,10 +14,12 @@
 // --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4) and
 // records the fastest per size class ("best" lines). --compare prints predicted
 // against measured time for every algorithm and size, with the error.
-// Rank 0 writes the file; AGX_TUNING_FILE=FILE makes agx use it.
+// Rank 0 writes the file; AGX_TUNING_FILE=FILE makes agx use it. Options are read with
+// CLI11; a value that cannot be read or an unknown option is a message and exit status 2.
 
 #include <agx/agx.hpp>
 
+#include "cli_values.hpp"
 #include "core/cost_model.hpp"
 #include "core/tuning.hpp"
 #include "hier/topology.hpp"
@@ -173,17 +175,25 @@ int main(int argc, char** argv) {
   bool crossovers = false, compare = false;
   std::size_t max_bytes = std::size_t{4} << 20;
   std::string command = "agx-tune";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    command += " " + a;
-    if (a == "--output" && i + 1 < argc) { output = argv[++i]; command += std::string(" ") + argv[i]; }
-    else if (a == "--crossovers") crossovers = true;
-    else if (a == "--compare") compare = true;
-    else if (a == "--max-bytes" && i + 1 < argc) { max_bytes = std::stoull(argv[++i]); command += std::string(" ") + argv[i]; }
-    else {
-      if (rank == 0) std::fprintf(stderr, "agx-tune: unknown option %s\n", a.c_str());
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  CLI::App app{"agx-tune"};
+  app.add_option("--output", output);
+  app.add_flag("--crossovers", crossovers);
+  app.add_flag("--compare", compare);
+  app.add_option_function<std::string>("--max-bytes", [&](const std::string& v) {
+    max_bytes = agx_tools::number<std::size_t>("--max-bytes", v);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (rank == 0)
+      std::fputs("usage: mpirun -np N agx-tune [--output FILE] [--crossovers] [--max-bytes B] [--compare]\n", stdout);
+    MPI_Finalize();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0) std::fprintf(stderr, "agx-tune: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
   }
 
   agx::hier::Topology topo = agx::hier::discover_topology(MPI_COMM_WORLD);

@@ -24,6 +24,18 @@ std::optional<FlipSeam> parse_flip(const char* text) {
   return FlipSeam{static_cast<int>(rank), static_cast<int>(round)};
 }
 
+}  // namespace
+
+bool is_set_flag(const char* text) {
+  if (text == nullptr) return false;
+  const std::string s(text);
+  for (const char* yes : {"1", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})
+    if (s == yes) return true;
+  return false;
+}
+
+namespace {
+
 Config read_environment() {
   Config c;
   if (const char* algo = std::getenv("AGX_ALGO"); algo != nullptr && *algo != '\0') {
@@ -57,6 +69,8 @@ Config read_environment() {
     c.flip = parse_flip(f);
     if (!c.flip) invalid(c, "AGX_TEST_FLIP", f, "<rank>:<round>");
   }
+  if (const char* t = std::getenv("AGX_TUNING_FILE"); t != nullptr) c.tuning_file = t;
+  c.verbose = is_set_flag(std::getenv("AGX_VERBOSE"));
   return c;
 }
 

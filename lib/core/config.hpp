@@ -34,11 +34,20 @@ struct Config {
   bool integrity = false;
   /// AGX_TEST_FLIP: flip one bit of a received block (test seam, integrity.hpp).
   std::optional<FlipSeam> flip;
+  /// AGX_TUNING_FILE: the tuning file's name (empty: built-in defaults); select.cpp reads it.
+  std::string tuning_file;
+  /// AGX_VERBOSE (is_set_flag): device calls say which path they take (lib/cuda); the
+  /// interposer reads the same variable with the same rule (lib/pmpi/settings.cpp).
+  bool verbose = false;
   /// Settings above whose text could not be read; an MPI_ERR_ARG at the next call.
   std::string invalid;
 
   static constexpr std::size_t default_max_message_bytes = std::size_t{1} << 30;  // 1 GiB
 };
+
+/// The truthiness of an on/off variable: "1", "yes", "true", "on" (all lower case, all
+/// upper case, or capitalised) are set; anything else, or unset (nullptr), is not.
+bool is_set_flag(const char* text);
 
 /// The process-wide configuration, read from the environment on first use.
 const Config& config();

@@ -46,8 +46,8 @@ Tuning agreed_tuning(MPI_Comm comm, int rank) {
   text.resize(length);
   check_mpi(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm), "MPI_Bcast");
   if (!text.empty() && text[0] == '!') throw Error(MPI_ERR_FILE, text.substr(1));
-  const char* path = std::getenv("AGX_TUNING_FILE");
-  return parse_tuning(text, path != nullptr && *path != '\0' ? path : "built-in defaults");
+  const std::string& path = config().tuning_file;
+  return parse_tuning(text, !path.empty() ? path : "built-in defaults");
 }
 
 bool can_serve(Algorithm a, const Placement& p) {

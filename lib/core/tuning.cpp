@@ -2,9 +2,12 @@
 
 #include <agx/error.hpp>
 
+#include "core/config.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -101,13 +104,19 @@ std::string format_tuning(const Tuning& t) {
 }
 
 Tuning load_tuning() {
-  const char* path = std::getenv("AGX_TUNING_FILE");
-  if (path == nullptr || *path == '\0') return {};
-  std::ifstream f(path);
-  if (!f) throw Error(MPI_ERR_FILE, std::string("agx: cannot read AGX_TUNING_FILE ") + path);
-  std::stringstream text;
-  text << f.rdbuf();
-  return parse_tuning(text.str(), path);
+  const std::string& path = config().tuning_file;
+  if (path.empty()) return {};
+  // The file is read once per process (by whichever rank 0 of a communicator gets here
+  // first); later communicators parse the same text, or report the same failure.
+  static const std::optional<std::string> text = [&]() -> std::optional<std::string> {
+    std::ifstream f(path);
+    if (!f) return std::nullopt;
+    std::stringstream all;
+    all << f.rdbuf();
+    return all.str();
+  }();
+  if (!text) throw Error(MPI_ERR_FILE, "agx: cannot read AGX_TUNING_FILE " + path);
+  return parse_tuning(*text, path);
 }
 
 }  // namespace agx

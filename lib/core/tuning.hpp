@@ -41,7 +41,8 @@ Tuning parse_tuning(const std::string& text, const std::string& source);
 /// Serializes (the inverse of parse_tuning, header lines included).
 std::string format_tuning(const Tuning& t);
 
-/// AGX_TUNING_FILE if set (an unreadable file is an error), else built-in defaults.
+/// AGX_TUNING_FILE if set (an unreadable file is an error), else built-in defaults. The
+/// file is read at most once per process.
 Tuning load_tuning();
 
 }  // namespace agx

@@ -80,7 +80,7 @@ bool is_node_algorithm(Algorithm a) {
 void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const char* note) {
   last = p;
   static std::set<std::string> said;
-  if (!cuda_settings().verbose || ctx.rank() != 0) return;
+  if (!config().verbose || ctx.rank() != 0) return;  // AGX_VERBOSE (core/config.hpp)
   const std::string line = std::string(to_string(p)) + "/" + to_string(a) + note;
   if (said.insert(line).second)
     std::fprintf(stderr, "agx: device buffers: path %s\n", line.c_str());

@@ -26,7 +26,6 @@ CudaSettings read_environment() {
   }
   if (const char* a = env("AGX_CUDA_AWARE_MPI")) s.mpi_aware = std::string(a) != "0";
   if (const char* o = env("AGX_CUDA")) s.off = std::string(o) == "off" || std::string(o) == "0";
-  if (const char* v = env("AGX_VERBOSE")) s.verbose = std::string(v) != "0";
   return s;
 }
 

@@ -26,8 +26,6 @@ struct CudaSettings {
   std::optional<bool> mpi_aware;
   /// AGX_CUDA=off: promise that no buffer is device memory (no per-call agreement).
   bool off = false;
-  /// AGX_VERBOSE: rank 0 names each path the first time it runs.
-  bool verbose = false;
 };
 
 /// The process-wide settings.

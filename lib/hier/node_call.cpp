@@ -18,6 +18,7 @@
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
+#include "core/integrity.hpp"
 #include "core/planner.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/node_stage.hpp"
@@ -216,6 +217,12 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
   NodeCallPtr call(new NodeCall);
   call->ctx = ctx.share();
+  if (EndToEnd::needed(Checks::of(a), ctx.rank())) {
+    // AGX_INTEGRITY's end-to-end check (or its test seam) is collective: the call runs
+    // whole, here, on the blocking path (docs/nonblocking.md).
+    run(ctx, a, buffers, layout);
+    return call;
+  }
   call->schedule = &node_schedule(ctx, a, total);
   h.running = a;
   call->segment.emplace(h, *call->schedule, layout);
@@ -228,6 +235,6 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   return call;
 }
 
-bool test_node_call(NodeCall& call) { return call.execution->test(); }
+bool test_node_call(NodeCall& call) { return !call.execution || call.execution->test(); }
 
 }  // namespace agx::hier

@@ -38,6 +38,8 @@ Settings read_environment() {
     else if (text == "sleep") s.wait = Settings::Wait::sleep;
     else s.invalid_wait = text;
   }
+  if (const char* t = std::getenv("AGX_VIRTUAL_NODES"); t != nullptr) s.virtual_nodes = t;
+  if (const char* t = std::getenv("AGX_VIRTUAL_NODE_SIZE"); t != nullptr) s.virtual_node_size = t;
   return s;
 }
 

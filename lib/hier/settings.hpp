@@ -4,7 +4,8 @@
 //
 //   AGX_HIER_INTER=<name>     inter-node schedule: any point-to-point algorithm of the
 //                             table (direct, ring, neighbor_exchange, recursive_doubling,
-//                             bruck); default: the rule in hier_allgather.cpp
+//                             bruck, distance_halving); default: the rule in
+//                             hier_allgather.cpp
 //   AGX_HIER_LEADERS=k        leaders per node, each carrying 1/k of every node
 //                             aggregate (capped at the smallest node); default 1
 //   AGX_SHM_CHUNK_BYTES=b     copy-in/copy-out chunk of large blocks; default 64 KiB
@@ -16,6 +17,8 @@
 //                             yield the core, or sleep on a futex until a flag moves;
 //                             auto (default): sleep where the node has more ranks than
 //                             the cores their affinity masks cover, else yield (wait.hpp)
+//   AGX_VIRTUAL_NODES, AGX_VIRTUAL_NODE_SIZE   their texts, parsed per communicator by
+//                             virtual_nodes.cpp
 
 #include <agx/algorithm.hpp>
 
@@ -34,6 +37,8 @@ struct Settings {
   std::optional<std::size_t> cma_min_bytes;  ///< unset: decided by the setup probe
   enum class Wait { automatic, yield, sleep } wait = Wait::automatic;
   std::string invalid_wait;  ///< AGX_WAIT text that is none of auto, yield, sleep
+  std::string virtual_nodes;      ///< AGX_VIRTUAL_NODES text (virtual_nodes.hpp); empty: unset
+  std::string virtual_node_size;  ///< AGX_VIRTUAL_NODE_SIZE text; empty: unset
 };
 
 const Settings& settings();

@@ -2,6 +2,8 @@
 
 #include "hier/virtual_nodes.hpp"
 
+#include "hier/settings.hpp"
+
 #include <agx/error.hpp>
 
 #include <cstdlib>
@@ -33,8 +35,10 @@ std::vector<int> numbers(const std::string& text, char sep, const std::string& n
 
 int virtual_node_label(int rank, int local, std::string& setting) {
   setting.clear();
-  if (const char* spec = std::getenv("AGX_VIRTUAL_NODES"); spec != nullptr && *spec != '\0') {
-    const std::string text(spec), name = "AGX_VIRTUAL_NODES";
+  const Settings& s = settings();  // the texts, read once per process
+  if (!s.virtual_nodes.empty()) {
+    const std::string& text = s.virtual_nodes;
+    const std::string name = "AGX_VIRTUAL_NODES";
     setting = name + "=" + text;
     if (text.rfind("rr:", 0) == 0) {
       const std::vector<int> k = numbers(text.substr(3), ',', name);
@@ -58,8 +62,9 @@ int virtual_node_label(int rank, int local, std::string& setting) {
     const std::vector<int> labels = numbers(text, ',', name);
     return labels[static_cast<std::size_t>(rank) % labels.size()];
   }
-  if (const char* k = std::getenv("AGX_VIRTUAL_NODE_SIZE"); k != nullptr && *k != '\0') {
-    const std::string text(k), name = "AGX_VIRTUAL_NODE_SIZE";
+  if (!s.virtual_node_size.empty()) {
+    const std::string& text = s.virtual_node_size;
+    const std::string name = "AGX_VIRTUAL_NODE_SIZE";
     const std::vector<int> v = numbers(text, ',', name);
     if (v.size() != 1 || v[0] < 1) bad(name, text, "expects one integer >= 1");
     setting = name + "=" + text;

@@ -79,9 +79,17 @@ bool check_image(const Context& c, int n, Guarded& recv, const std::vector<std::
   return false;
 }
 
-bool check_algorithm(const Context& c, int n, Algorithm used) {
-  const Algorithm want = c.algo.id == Algorithm::automatic ? expect_auto.value_or(used) : c.algo.id;
-  if (used == want) return true;
+// What the call must run: the forced algorithm; for auto, what --expect-algo names (with
+// AGX_ALGO) or else what the selector predicts for this very call (agx::choose_algorithm,
+// the choice agx-info prints), asked before the call. Auto never reports `auto` itself.
+Algorithm expected_algorithm(const Context& c, const agx::Layout& layout) {
+  if (c.algo.id != Algorithm::automatic) return c.algo.id;
+  if (expect_auto) return *expect_auto;
+  return agx::choose_algorithm(c.comm, layout, {}, c.in_place).id;
+}
+
+bool check_algorithm(const Context& c, int n, Algorithm want, Algorithm used) {
+  if (used == want && used != Algorithm::automatic) return true;
   report(c, n, "ran " + std::string(agx::to_string(used)) + " instead of " +
                    std::string(agx::to_string(want)));
   return false;
@@ -101,10 +109,11 @@ void run_regular(Context c) {
   if (c.in_place && count > 0) std::memcpy(recv.data() + r * count * elem, send.data(), count * elem);
   agx::Allgather<T> gather(c.comm, {c.algo.id, true, c.algo.radix});
   try {
+    const Algorithm want = expected_algorithm(c, agx::Layout::uniform(n, count * elem));
     const Algorithm used = c.in_place ? gather.in_place(out) : gather(send, out);
     std::vector<std::size_t> counts(n, count), displs(n);
     for (int b = 0; b < n; ++b) displs[b] = b * count;
-    if (check_algorithm(c, n, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
+    if (check_algorithm(c, n, want, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
   } catch (const agx::Error& e) {
     report(c, n, std::string("threw: ") + e.what());
     return;
@@ -144,10 +153,13 @@ void run_v(Context c, bool one_big) {
   agx::Allgather<T> gather(c.comm, {c.algo.id, true, c.algo.radix});
   std::vector<long long> icounts(counts.begin(), counts.end());
   std::vector<int> idispls(displs.begin(), displs.end());
+  std::vector<std::size_t> block_bytes(counts), offsets(displs);
+  for (int b = 0; b < n; ++b) block_bytes[b] *= elem, offsets[b] *= elem;
   try {
+    const Algorithm want = expected_algorithm(c, agx::Layout::varying(block_bytes, offsets));
     const Algorithm used = c.in_place ? gather.v_in_place(out, icounts, idispls)
                                       : gather.v(send, out, icounts, idispls);
-    if (check_algorithm(c, n, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
+    if (check_algorithm(c, n, want, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
   } catch (const agx::Error& e) {
     report(c, n, std::string("threw: ") + e.what());
   }

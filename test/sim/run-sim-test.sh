@@ -3,7 +3,8 @@
 # algorithm, the point-to-point hierarchical form, auto and SMPI's MPI_Allgather on a
 # tiny simulated cluster (4 nodes x 4 ranks, and 12 ranks for the folding paths), two
 # sizes, every result checked inside the driver (--check); the 16-rank run also places the
-# nodes in groups of 2 for the cost model. Skips (77) without smpicxx.
+# nodes in groups of 2 for the cost model. Then bad arguments (--sizes 8,x, a short
+# --cost, ...) must be refused with a message and exit status 2. Skips (77) without smpicxx.
 #
 #   test/sim/run-sim-test.sh BUILD_DIR
 set -euo pipefail
@@ -42,4 +43,20 @@ for np in 16 12; do
     exit 1
   fi
 done
-echo "sim: every algorithm correct under SMPI at 16 and 12 ranks"
+# Bad values are refused with a message and exit status 2 (strtoull once read 8,x as 8,0).
+for bad in "--sizes 8,x|--sizes: not a number: 'x'" "--cost 1,2,3|--cost: needs 6" \
+           "--ppn 4x|--ppn: not a number: '4x'" "--groups 2,y|--groups: not a number: 'y'" \
+           "--no-such-option|not expected: --no-such-option"; do
+  args=(${bad%%|*})
+  want=${bad#*|}
+  [ "${args[0]}" = "--sizes" ] || args+=(--sizes 7)
+  rc=0
+  smpirun -platform "$work/platform.xml" -hostfile "$work/hosts" -np 4 --log=root.thres:warning \
+    "$binary" --ppn 4 --algos ring "${args[@]}" > "$work/out.txt" 2> "$work/err.txt" || rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -F -- "agx-sim:" "$work/err.txt" | grep -qF -- "$want"; then
+    cat "$work/out.txt" "$work/err.txt"
+    echo "FAIL: agx-sim ${args[*]}: exit status $rc (want 2) and message '$want'"
+    exit 1
+  fi
+done
+echo "sim: every algorithm correct under SMPI at 16 and 12 ranks; bad arguments refused"

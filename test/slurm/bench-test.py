@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--bench", required=True)
     ap.add_argument("--expect-rc", type=int, default=0)
     ap.add_argument("--expect-wrong")
+    ap.add_argument("--expect-message", help="with --expect-rc 2: text the message must contain")
     ap.add_argument("--plot")
     ap.add_argument("bench_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -72,6 +73,12 @@ def main():
         if a.expect_rc == 2:  # a usage error: message, no output files
             check(p.returncode == 2, f"exit status {p.returncode}, expected 2")
             check("agx-bench:" in p.stderr, "no agx-bench message on stderr")
+            if a.expect_message:
+                check(a.expect_message in p.stderr, f"message lacks {a.expect_message!r}")
+            if failures:  # (an early return here once let every usage test pass)
+                print(f"{len(failures)} check(s) failed")
+                sys.exit(1)
+            print("agx-bench: usage error reported as expected")
             return
         check(p.returncode == a.expect_rc, f"exit status {p.returncode}, expected {a.expect_rc}")
 

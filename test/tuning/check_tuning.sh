@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # agx-tune writes a tuning file that agx reads back; a measured winner in a tuning file
-# decides `auto` (shown by agx-info); a malformed file is an error naming its line.
+# decides `auto` (shown by agx-info); a malformed file is an error naming its line; bad
+# command-line values of agx-tune and agx-info are refused.
 set -euo pipefail
 tools=$1 mpirun=$2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -57,4 +58,17 @@ echo "$flat" | grep -E '^ +65536 B' | grep -q '\*direct' || { echo "flat: auto s
 if echo "$grouped" | grep -E '^ +65536 B' | grep -q '\*direct'; then
   echo "groups: auto still picks direct"; echo "$grouped"; exit 1
 fi
+# Bad values are refused with a message and exit status 2 (before: agx-info read --sizes
+# 8:x as 8:0; agx-tune read --max-bytes 1x as 1, and --max-bytes x threw out of main).
+for bad in "agx-tune --max-bytes 1x|agx-tune: --max-bytes: not a number: '1x'" \
+           "agx-tune --no-such-option|agx-tune: The following argument was not expected: --no-such-option" \
+           "agx-info --sizes 8:x|agx-info: --sizes: not a number: 'x'" \
+           "agx-info --call 12k|agx-info: --call: not a number: '12k'"; do
+  words=(${bad%%|*})
+  rc=0
+  run -np 1 "$tools/${words[0]}" "${words[@]:1}" > "$scratch/bad.out" 2>&1 || rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qF -- "${bad#*|}" "$scratch/bad.out"; then
+    echo "${words[*]}: exit status $rc (want 2) and message '${bad#*|}'"; cat "$scratch/bad.out"; exit 1
+  fi
+done
 echo "tuning checks passed"

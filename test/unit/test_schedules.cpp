@@ -105,17 +105,26 @@ TEST_CASE("schedules cut the same messages on both sides for any block sizes", "
   }
 }
 
+// The "rounds" column of docs/algorithms.md (and each planner file's opening comment), for
+// every planner of lib/ring, lib/rd and lib/direct: direct 1; ring N-1; neighbor_exchange
+// N/2 for even N, (N-1)/2 + 2 for odd N; bruck ceil(log2 N); recursive_doubling and
+// distance_halving log2 N for a power of two N, floor(log2 N) + 2 otherwise (fold-in and
+// fold-out rounds around the exchange).
 TEST_CASE("round counts match the documented formulas", "[planner]") {
   auto rounds = [](Algorithm a, int n) { return planner_for(a).plan({n, 0}).rounds.size(); };
+  auto log2floor = [](int n) { std::size_t k = 0; while ((2 << k) <= n) ++k; return k; };
   auto log2ceil = [](int n) { std::size_t k = 0; while ((1 << k) < n) ++k; return k; };
-  for (int n : {2, 3, 4, 7, 8, 16, 17, 100}) {
-    CHECK(rounds(Algorithm::ring, n) == static_cast<std::size_t>(n - 1));
-    CHECK(rounds(Algorithm::direct, n) == 1);
-    CHECK(rounds(Algorithm::bruck, n) == log2ceil(n));
+  for (int n : {2, 3, 4, 5, 7, 8, 16, 17, 100, 128}) {
+    INFO("N=" << n);
     const bool pow2 = (n & (n - 1)) == 0;
-    CHECK(rounds(Algorithm::recursive_doubling, n) == (pow2 ? log2ceil(n) : log2ceil(n) - 1 + 2));
+    const std::size_t folded_log = pow2 ? log2floor(n) : log2floor(n) + 2;
+    CHECK(rounds(Algorithm::direct, n) == 1);
+    CHECK(rounds(Algorithm::ring, n) == static_cast<std::size_t>(n - 1));
     CHECK(rounds(Algorithm::neighbor_exchange, n) ==
           static_cast<std::size_t>(n % 2 == 0 ? n / 2 : (n - 1) / 2 + 2));
+    CHECK(rounds(Algorithm::bruck, n) == log2ceil(n));
+    CHECK(rounds(Algorithm::recursive_doubling, n) == folded_log);
+    CHECK(rounds(Algorithm::distance_halving, n) == folded_log);
   }
 }
 

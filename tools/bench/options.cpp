@@ -1,13 +1,19 @@
-// agx-bench's command line parser. Sizes accept K, M, G suffixes (powers of 1024,
-// optionally followed by iB or B): 64K, 1MiB, 64M.
+// agx-bench's command line, read with CLI11 (tools only; libagx has no part in it).
+// Sizes accept K, M, G suffixes (powers of 1024, optionally followed by iB or B): 64K,
+// 1MiB, 64M. A value that cannot be read, an unknown option or a missing value is a
+// message on rank 0 and exit status 2.
 
 #include "options.hpp"
 
 #include <agx/algorithm.hpp>
 
+#include "cli_values.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <stdexcept>
+#include <functional>
+#include <limits>
 
 namespace bench {
 namespace {
@@ -30,7 +36,8 @@ Call forms:
   --in-place            same as --place in
   --forms F,F,...    regular, one_large, many_zero, ramp, or 'all' (default regular)
   --v                same as --forms one_large,many_zero,ramp
-  --memory host      where buffers live (device memory comes with the GPU issue)
+  --memory host      where buffers live: host only (device buffers: agx-gpu-bench,
+                     built with CUDA, docs/gpu.md)
 Timing:
   --passes P         batches per candidate and size (default 5)
   --batch-seconds S  target length of one batch (default 0.02)
@@ -51,26 +58,20 @@ Self-test:
   throw UsageExit{2};
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    if (comma > at) out.push_back(s.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
+// A value that cannot be read: CLI11 reports it as "OPTION: message".
+[[noreturn]] void bad_value(const std::string& option, const std::string& message) {
+  throw CLI::ValidationError(option, message);
 }
 
-std::size_t parse_bytes(const std::string& text, int rank) {
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    fail(rank, "not a size: '" + text + "'");
-  }
-  std::string suffix = text.substr(used);
+using agx_tools::number;
+using agx_tools::split;
+
+std::size_t parse_bytes(const std::string& option, const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) bad_value(option, "not a size: '" + text + "'");
+  const auto value = number<unsigned long long>(option, text.substr(0, digits));
+  std::string suffix = text.substr(digits);
   unsigned shift = 0;
   if (!suffix.empty() && std::string("KkMmGg").find(suffix[0]) != std::string::npos) {
     shift = suffix[0] == 'K' || suffix[0] == 'k' ? 10 : suffix[0] == 'M' || suffix[0] == 'm' ? 20 : 30;
@@ -79,15 +80,18 @@ std::size_t parse_bytes(const std::string& text, int rank) {
   } else if (suffix == "B") {
     suffix.clear();
   }
-  if (!suffix.empty()) fail(rank, "not a size: '" + text + "'");
+  if (!suffix.empty()) bad_value(option, "not a size: '" + text + "'");
+  if (value > (std::numeric_limits<std::size_t>::max() >> shift))
+    bad_value(option, "too large: '" + text + "'");
   return static_cast<std::size_t>(value) << shift;
 }
 
-Form parse_form(std::string name, int rank) {
+Form parse_form(std::string name) {
+  const std::string given = name;
   std::replace(name.begin(), name.end(), '-', '_');
   for (Form f : {Form::regular, Form::one_large, Form::many_zero, Form::ramp})
     if (form_name(f) == name) return f;
-  fail(rank, "unknown form '" + name + "'");
+  bad_value("--forms", "unknown form '" + given + "' (regular, one_large, many_zero, ramp, all)");
 }
 
 }  // namespace
@@ -111,69 +115,87 @@ Settings parse(int argc, char** argv, int rank) {
   s.command_line = argv[0];
   for (int i = 1; i < argc; ++i) s.command_line += std::string(" ") + argv[i];
 
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) fail(rank, a + " needs a value");
-      return argv[++i];
-    };
-    auto number = [&](const std::string& v) {
-      try {
-        return std::stod(v);
-      } catch (const std::exception&) {
-        fail(rank, a + ": not a number: '" + v + "'");
-      }
-    };
-    if (a == "--help" || a == "-h") {
-      if (rank == 0) std::fputs(usage_text, stdout);
-      throw UsageExit{0};
-    } else if (a == "--min-bytes") min_bytes = parse_bytes(next(), rank);
-    else if (a == "--max-bytes") max_bytes = parse_bytes(next(), rank);
-    else if (a == "--factor") factor = static_cast<std::size_t>(std::max(2.0, number(next())));
-    else if (a == "--step") step = parse_bytes(next(), rank);
-    else if (a == "--sizes") for (const auto& t : split(next())) list.push_back(parse_bytes(t, rank));
-    else if (a == "--algos") {
-      const std::string v = next();
-      s.algos.clear();
-      if (v == "all") {
-        s.algos.emplace_back("auto");
-        for (const auto& c : agx::algorithm_variants()) s.algos.push_back(agx::to_string(c));
-      } else if (v != "none") s.algos = split(v);
-      for (const auto& name : s.algos) {
-        std::string why;
-        if (!agx::parse_algorithm_choice(name, &why)) fail(rank, "--algos: " + why);
-      }
-    } else if (a == "--no-mpi") s.mpi = false;
-    else if (a == "--no-copy-bound") s.copy_bound = false;
-    else if (a == "--in-place") s.in_place = {true};
-    else if (a == "--place") {
-      const std::string v = next();
-      if (v == "out") s.in_place = {false};
-      else if (v == "in") s.in_place = {true};
-      else if (v == "both") s.in_place = {false, true};
-      else fail(rank, "--place takes out, in or both");
-    } else if (a == "--forms") {
-      const std::string v = next();
-      s.forms.clear();
-      if (v == "all") s.forms = {Form::regular, Form::one_large, Form::many_zero, Form::ramp};
-      else for (const auto& t : split(v)) s.forms.push_back(parse_form(t, rank));
-    } else if (a == "--v") s.forms = {Form::one_large, Form::many_zero, Form::ramp};
-    else if (a == "--memory") {
-      s.memory = next();
-      if (s.memory == "device") fail(rank, "--memory device is not available yet: device buffers come with agx's GPU support");
-      if (s.memory != "host") fail(rank, "--memory takes host");
-    } else if (a == "--passes") s.passes = std::max(1, static_cast<int>(number(next())));
-    else if (a == "--batch-seconds") s.batch_seconds = std::max(0.0, number(next()));
-    else if (a == "--max-iters") s.max_iters = std::max(1, static_cast<int>(number(next())));
-    else if (a == "--csv") s.csv = next();
-    else if (a == "--json") s.json = next();
-    else if (a == "--table") {
-      s.table = next();
-      if (s.table != "wide" && s.table != "long" && s.table != "none") fail(rank, "--table takes wide, long or none");
-    } else if (a == "--corrupt") s.corrupt = next();
-    else if (a == "--progress") s.progress = 1;
-    else if (a == "--no-progress") s.progress = 0;
-    else fail(rank, "unknown option " + a);
+  // CLI11 reads the options; every value is checked here, in command-line order
+  // (trigger_on_parse), so that of two options setting the same thing the last one wins.
+  CLI::App app{"agx-bench"};
+  app.set_help_flag("-h,--help");
+  using Text = const std::string&;
+  auto value = [&](const char* name, std::function<void(Text)> apply) {
+    app.add_option_function<std::string>(name, std::move(apply))->trigger_on_parse();
+  };
+  auto flag = [&](const char* name, std::function<void()> apply) {
+    app.add_flag_callback(name, std::move(apply))->trigger_on_parse();
+  };
+  value("--min-bytes", [&](Text v) { min_bytes = parse_bytes("--min-bytes", v); });
+  value("--max-bytes", [&](Text v) { max_bytes = parse_bytes("--max-bytes", v); });
+  value("--factor", [&](Text v) {
+    factor = number<std::size_t>("--factor", v);
+    if (factor < 2) bad_value("--factor", "must be an integer >= 2, not '" + v + "'");
+  });
+  value("--step", [&](Text v) { step = parse_bytes("--step", v); });
+  value("--sizes", [&](Text v) { for (const auto& t : split(v)) list.push_back(parse_bytes("--sizes", t)); });
+  value("--algos", [&](Text v) {
+    s.algos.clear();
+    if (v == "all") {
+      s.algos.emplace_back("auto");
+      for (const auto& c : agx::algorithm_variants()) s.algos.push_back(agx::to_string(c));
+    } else if (v != "none") s.algos = split(v);
+    for (const auto& name : s.algos) {
+      std::string why;
+      if (!agx::parse_algorithm_choice(name, &why)) bad_value("--algos", why);
+    }
+  });
+  flag("--no-mpi", [&] { s.mpi = false; });
+  flag("--no-copy-bound", [&] { s.copy_bound = false; });
+  flag("--in-place", [&] { s.in_place = {true}; });
+  value("--place", [&](Text v) {
+    if (v == "out") s.in_place = {false};
+    else if (v == "in") s.in_place = {true};
+    else if (v == "both") s.in_place = {false, true};
+    else bad_value("--place", "takes out, in or both, not '" + v + "'");
+  });
+  value("--forms", [&](Text v) {
+    s.forms.clear();
+    if (v == "all") s.forms = {Form::regular, Form::one_large, Form::many_zero, Form::ramp};
+    else for (const auto& t : split(v)) s.forms.push_back(parse_form(t));
+  });
+  flag("--v", [&] { s.forms = {Form::one_large, Form::many_zero, Form::ramp}; });
+  value("--memory", [&](Text v) {
+    if (v == "device")
+      bad_value("--memory", "agx-bench times host buffers only; device buffers are timed by "
+                            "agx-gpu-bench (test/cuda, docs/gpu.md)");
+    if (v != "host") bad_value("--memory", "takes host, not '" + v + "'");
+    s.memory = v;
+  });
+  value("--passes", [&](Text v) {
+    s.passes = number<int>("--passes", v);
+    if (s.passes < 1) bad_value("--passes", "must be at least 1, not '" + v + "'");
+  });
+  value("--batch-seconds", [&](Text v) {
+    s.batch_seconds = number<double>("--batch-seconds", v);
+    if (!(s.batch_seconds >= 0) || !std::isfinite(s.batch_seconds))
+      bad_value("--batch-seconds", "must be a number of seconds >= 0, not '" + v + "'");
+  });
+  value("--max-iters", [&](Text v) {
+    s.max_iters = number<int>("--max-iters", v);
+    if (s.max_iters < 1) bad_value("--max-iters", "must be at least 1, not '" + v + "'");
+  });
+  value("--csv", [&](Text v) { s.csv = v; });
+  value("--json", [&](Text v) { s.json = v; });
+  value("--table", [&](Text v) {
+    if (v != "wide" && v != "long" && v != "none") bad_value("--table", "takes wide, long or none, not '" + v + "'");
+    s.table = v;
+  });
+  value("--corrupt", [&](Text v) { s.corrupt = v; });
+  flag("--progress", [&] { s.progress = 1; });
+  flag("--no-progress", [&] { s.progress = 0; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (rank == 0) std::fputs(usage_text, stdout);
+    throw UsageExit{0};
+  } catch (const CLI::ParseError& e) {
+    fail(rank, e.what());
   }
 
   if (!list.empty()) {

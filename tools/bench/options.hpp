@@ -29,7 +29,7 @@ struct Settings {
   std::string csv, json;            ///< output files (empty: none)
   std::string table = "wide";       ///< wide | long | none
   int progress = -1;                ///< 1 on, 0 off, -1 when stderr is a terminal
-  std::string memory = "host";      ///< host (device: once the GPU issue lands)
+  std::string memory = "host";      ///< host only (device buffers: agx-gpu-bench, test/cuda)
   std::string command_line;
   std::string corrupt;              ///< self-test: this candidate's result gets one flipped byte
 };

@@ -21,7 +21,7 @@ sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/co
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
          lib/direct/*.cpp lib/ring/*.cpp lib/rd/*.cpp lib/hier/node_planner.cpp
          tools/sim/hier_p2p.cpp tools/sim/driver.cpp)
-flags=(-std=c++20 -O2 -Wall -Wextra -I"$root/include" -I"$root/lib" -I"$root/tools/sim")
+flags=(-std=c++20 -O2 -Wall -Wextra -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")
 objs=()
 pids=()
 for s in "${sources[@]}"; do
@@ -29,7 +29,7 @@ for s in "${sources[@]}"; do
     o="$out/obj/$(echo "${f#"$root"/}" | tr / _).o"
     objs+=("$o")
     # Rebuild only what changed (sources or the headers they may include).
-    if [ ! -f "$o" ] || [ -n "$(find "$f" "$root/lib/core" "$root/lib/hier/wait.hpp" "$root/include/agx" "$root/tools/sim" \
+    if [ ! -f "$o" ] || [ -n "$(find "$f" "$root/lib/core" "$root/lib/hier/wait.hpp" "$root/include/agx" "$root/tools/sim" "$root/tools/cli_values.hpp" \
                                    -newer "$o" -name '*.[hc]pp' -print -quit)" ]; then
       smpicxx "${flags[@]}" -c "$f" -o "$o" &
       pids+=($!)

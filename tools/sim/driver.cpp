@@ -26,7 +26,16 @@
 // symbolically first; without it buffers come from SMPI_SHARED_MALLOC (one pair for all
 // ranks) and are never touched, and each message is sent as one contiguous run of the same
 // size (see `flattened`).
+// The command line is read with CLI11; a value that cannot be read (`--sizes 8,x`), an
+// unknown option or a missing value is a message on rank 0 and exit status 2.
 // Exit status: 0 all good, 1 a wrong result or a failed check, 2 bad arguments.
+
+// smpicxx force-includes smpi_helpers.h, whose exit(x) macro breaks CLI::App::exit:
+// CLI11 is read without it.
+#pragma push_macro("exit")
+#undef exit
+#include "cli_values.hpp"  // CLI11
+#pragma pop_macro("exit")
 
 #include <mpi.h>
 #ifdef SMPI_SHARED_MALLOC
@@ -54,6 +63,7 @@ constexpr bool kSharedAddressSpace = false;
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -104,47 +114,46 @@ struct Args {
   std::string label = "sim";
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    if (comma > at) out.push_back(text.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
+using agx_tools::number;
+using agx_tools::numbers;
+using agx_tools::split;
 
-bool parse(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string key = argv[i];
-    if (key == "--check") { a.check = true; continue; }
-    if (i + 1 >= argc) return false;
-    const std::string value = argv[++i];
-    if (key == "--ppn") a.ppn = std::atoi(value.c_str());
-    else if (key == "--label") a.label = value;
-    else if (key == "--algos") a.algos = split(value);
-    else if (key == "--unsimulated") a.unsimulated = split(value);
-    else if (key == "--selector-sizes") {
-      for (const std::string& v : split(value)) a.selector_sizes.push_back(std::strtoull(v.c_str(), nullptr, 10));
-    }
-    else if (key == "--sizes") {
-      for (const std::string& s : split(value)) a.sizes.push_back(std::strtoull(s.c_str(), nullptr, 10));
-    } else if (key == "--cost") {
-      const std::vector<std::string> v = split(value);
-      if (v.size() != 6) return false;
-      double x[6];
-      for (int k = 0; k < 6; ++k) x[k] = std::strtod(v[static_cast<std::size_t>(k)].c_str(), nullptr);
-      a.cost.node = {x[0], x[1], x[2]};
-      a.cost.network = {x[3], x[4], x[5]};
-    } else if (key == "--groups") {
-      const std::vector<std::string> v = split(value);
-      if (v.size() != 2) return false;
-      a.group_nodes = std::atoi(v[0].c_str());
-      a.cost.group_link_s_per_byte = std::strtod(v[1].c_str(), nullptr);
-    } else return false;
+// The command line, read with CLI11; "" when it is good, else the message.
+std::string parse(int argc, char** argv, Args& a) {
+  CLI::App app{"agx-sim"};
+  using Text = const std::string&;
+  auto value = [&](const char* name, std::function<void(Text)> apply) {
+    app.add_option_function<std::string>(name, std::move(apply))->trigger_on_parse();  // last wins
+  };
+  app.add_flag("--check", a.check);
+  value("--ppn", [&](Text v) {
+    a.ppn = number<int>("--ppn", v);
+    if (a.ppn < 1) throw CLI::ValidationError("--ppn", "must be at least 1, not '" + v + "'");
+  });
+  value("--label", [&](Text v) { a.label = v; });
+  value("--algos", [&](Text v) { a.algos = split(v); });
+  value("--unsimulated", [&](Text v) { a.unsimulated = split(v); });
+  value("--selector-sizes", [&](Text v) { a.selector_sizes = numbers<std::size_t>("--selector-sizes", v); });
+  value("--sizes", [&](Text v) { a.sizes = numbers<std::size_t>("--sizes", v); });
+  value("--cost", [&](Text v) {
+    const std::vector<double> x = numbers<double>("--cost", v, 6);
+    a.cost.node = {x[0], x[1], x[2]};
+    a.cost.network = {x[3], x[4], x[5]};
+  });
+  value("--groups", [&](Text v) {
+    const std::vector<std::string> g = split(v);
+    if (g.size() != 2) throw CLI::ValidationError("--groups", "needs H,beta, not '" + v + "'");
+    a.group_nodes = number<int>("--groups", g[0]);
+    a.cost.group_link_s_per_byte = number<double>("--groups", g[1]);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
   }
-  return a.ppn >= 1 && !a.sizes.empty() && !a.algos.empty();
+  if (a.sizes.empty()) return "--sizes is missing or empty";
+  if (a.algos.empty()) return "--algos is missing or empty";
+  return "";
 }
 
 // The driver's own bookkeeping (choices, clocks, results) goes over binomial trees of
@@ -266,8 +275,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Args a;
-  if (!parse(argc, argv, a)) {
-    if (rank == 0) std::fprintf(stderr, "agx-sim: bad arguments (see the comment in driver.cpp)\n");
+  if (const std::string why = parse(argc, argv, a); !why.empty()) {
+    if (rank == 0) std::fprintf(stderr, "agx-sim: %s (options: the comment in driver.cpp)\n", why.c_str());
     MPI_Finalize();
     return 2;
   }
