@@ -198,16 +198,19 @@ PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
     for (std::size_t i = 0; i < starts.size(); ++i)
       offsets[i] = b.bytes[i] > 0 ? static_cast<std::size_t>(starts[i] - lowest) : 0;
     recv_base = lowest;
+    // A send buffer inside the receive buffer is erroneous MPI (only MPI_IN_PLACE may
+    // alias). The habit MPI_Allgather(buf, ..., buf, ...) makes rank 0's send data its
+    // own block and every other rank's overlap block 0: all of them refuse it, none
+    // treats it as in place, so all ranks return the same class and none waits for the
+    // others. An empty send counts by its address.
     if (!in_place && send_tmp == nullptr) {
-      if (send_data == starts[me]) {
-        in_place = true;  // the send buffer is the own receive block: nothing to copy
-      } else {
-        for (std::size_t i = 0; i < starts.size(); ++i)
-          if (ranges_overlap(send_data, b.bytes[me], starts[i], b.bytes[i]))
-            throw Error(MPI_ERR_BUFFER, "agx: the send buffer overlaps receive block " +
-                                            str(static_cast<std::int64_t>(i)) +
-                                            "; use MPI_IN_PLACE");
-      }
+      const std::size_t send_bytes = b.bytes[me];
+      for (std::size_t i = 0; i < starts.size(); ++i)
+        if (ranges_overlap(send_data, send_bytes == 0 ? 1 : send_bytes, starts[i], b.bytes[i]))
+          throw Error(MPI_ERR_BUFFER, "agx: the send buffer overlaps receive block " +
+                                          str(static_cast<std::int64_t>(i)) +
+                                          " (send and receive buffers must not alias; use "
+                                          "MPI_IN_PLACE)");
     }
   } else {
     offsets = packed_offsets(b);
