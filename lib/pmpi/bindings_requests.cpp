@@ -2,7 +2,11 @@
 //
 // MPI_Allgather_init / MPI_Allgatherv_init exist from MPI-4 (MPICH 4); Open MPI 4.1
 // offers them as MPIX_Allgather_init / MPIX_Allgatherv_init (mpi-ext.h, "pcollreq").
-// Whichever the MPI library declares is replaced.
+// Whichever the MPI library declares is replaced. An initialization call must not
+// wait for the other ranks: on a communicator agx has not set up yet (no blocking
+// all-gather on it so far) Open MPI's MPIX_ calls go to Open MPI; MPICH 4.0.2's own
+// persistent all-gathers do not work (test/pmpi/nonblocking_c.c), so there agx sets
+// the communicator up inside MPI_Allgather(v)_init, collectively.
 //
 // MPI_Wait, MPI_Test, their all/any/some forms and MPI_Request_get_status advance
 // agx's running requests (pending.hpp) before they look at the user's; a wait then
@@ -119,7 +123,8 @@ int MPI_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtyp
 int MPIX_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                         MPI_Request* request) {
-  if (!agx_serves(comm, "MPIX_Allgather_init"))
+  if (!agx_serves(comm, "MPIX_Allgather_init") ||
+      !agx::pmpi::ready_for_nonblocking(comm, "MPIX_Allgather_init"))
     return PMPIX_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                 info, request);
   return agx::pmpi::allgather_init("MPIX_Allgather_init", sendbuf, sendcount, sendtype, recvbuf,
@@ -129,7 +134,8 @@ int MPIX_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtyp
 int MPIX_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                          const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                          MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  if (!agx_serves(comm, "MPIX_Allgatherv_init"))
+  if (!agx_serves(comm, "MPIX_Allgatherv_init") ||
+      !agx::pmpi::ready_for_nonblocking(comm, "MPIX_Allgatherv_init"))
     return PMPIX_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                  recvtype, comm, info, request);
   return agx::pmpi::allgatherv_init("MPIX_Allgatherv_init", sendbuf, sendcount, sendtype,

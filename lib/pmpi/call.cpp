@@ -13,6 +13,7 @@
 #include <agx/bytes.hpp>
 #include <agx/error.hpp>
 
+#include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 #include "cuda/memory.hpp"
 #include "pmpi/datatype.hpp"
@@ -252,6 +253,9 @@ namespace {
 
 int gather(const GatherCall& c) {
   const double t0 = PMPI_Wtime();
+  // First thing, before any check that could fail on some ranks only: the collective
+  // set-up that nonblocking calls on this communicator rely on (ready_for_nonblocking).
+  CommContext::of(c.comm).selector();
   const PreparedCall p(c);
   p.stage_in();
   const Algorithm ran = allgather_bytes(c.comm, p.buffers, p.layout, Options{pick_algorithm(p)});
@@ -294,6 +298,22 @@ bool agx_serves(MPI_Comm comm, const char* function) {
   if (!inter) return true;
   record_passthrough();
   announce_passthrough(comm, function, "inter-communicator");
+  return false;
+}
+
+bool ready_for_nonblocking(MPI_Comm comm, const char* function) {
+  const InsideAgx guard;
+  bool ready = false;
+  try {
+    const CommContext* ctx = CommContext::find(comm);
+    ready = ctx != nullptr && ctx->ready_for_nonblocking();
+  } catch (...) {  // the MPI library reports what is wrong with comm
+  }
+  if (ready) return true;
+  record_passthrough();
+  announce_passthrough(comm, function,
+                       "no blocking all-gather on this communicator yet (agx sets a "
+                       "communicator up inside a blocking call)");
   return false;
 }
 
