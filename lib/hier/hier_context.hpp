@@ -11,9 +11,15 @@
 //   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
 //   slot[i].address    single copy: where its block lives in its own address space
 //   slot[i].pid        its process id (for process_vm_readv)
+//   slot[i].block_bytes[gen & 1], block_offset[gen & 1]   its block's size and place
+//                      in the segment as it sees the call, written before its first
+//                      progress mark: a reader whose counts disagree (an erroneous
+//                      program) fails with MPI_ERR_TRUNCATE instead of reading bytes
+//                      that were never written there
 //   slot[i].inline_data[gen & 1]   small calls (every block <= 504 B, one node): the
-//                      block itself right behind its sequence number, so a reader
-//                      takes one dependent cache miss per peer, not two
+//                      block itself right behind its sequence number and size
+//                      (seq = gen << 16 | bytes), so a reader takes one dependent
+//                      cache miss per peer, not two
 //
 // Data segment: 2 halves. A call whose total T fits in a half uses half (gen & 1), so
 // back-to-back small calls never wait for readers of the previous call; a larger call
@@ -43,7 +49,8 @@ namespace agx::hier {
 /// A block small enough to travel inside the flag's own cache line.
 struct alignas(64) InlineBlock {
   static constexpr std::size_t capacity = 504;  // 8 cache lines with the sequence
-  std::atomic<std::uint64_t> seq{0};  ///< gen whose block `bytes` holds
+  static constexpr unsigned size_bits = 16;     // capacity < 2^16
+  std::atomic<std::uint64_t> seq{0};  ///< gen << size_bits | size of the block `bytes` holds
   std::byte bytes[capacity];
 };
 
@@ -53,6 +60,8 @@ struct alignas(64) Slot {
   std::atomic<std::uint64_t> ready{0};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
+  std::atomic<std::uint64_t> block_bytes[2] = {};
+  std::atomic<std::uint64_t> block_offset[2] = {};
   InlineBlock inline_data[2];
 };
 
