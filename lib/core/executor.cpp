@@ -71,6 +71,7 @@ void Execution::abandon() noexcept {
   for (std::size_t i = 0; i < requests_.size(); ++i) sends[i] = i >= receives_;
   agx::abandon(requests_.data(), sends);  // core/timeout.hpp
   requests_.clear();
+  expected_.clear();
   posted_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
@@ -100,10 +101,11 @@ bool Execution::test() {
     if (timeout_ > 0) return poll();
     while (round_ < schedule_.rounds.size()) {
       int done = 0;
-      check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
-                            MPI_STATUSES_IGNORE),
-                "MPI_Testall");
+      MPI_Status* st = statuses_for(statuses_, requests_.size());
+      check_statuses(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, st),
+                     st, requests_.size(), "MPI_Testall");
       if (!done) return false;
+      check_received();
       end_round();
     }
   } catch (...) {
@@ -120,9 +122,10 @@ void Execution::wait() {
       return;
     }
     while (round_ < schedule_.rounds.size()) {
-      check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                            MPI_STATUSES_IGNORE),
-                "MPI_Waitall");
+      MPI_Status* st = statuses_for(statuses_, requests_.size());
+      check_statuses(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), st), st,
+                     requests_.size(), "MPI_Waitall");
+      check_received();
       end_round();
     }
   } catch (...) {
@@ -144,8 +147,22 @@ bool Execution::poll() {
   return true;
 }
 
+void Execution::check_received() const {
+  for (std::size_t i = 0; i < receives_ && i < expected_.size(); ++i) {
+    MPI_Count got = 0;
+    check_mpi(MPI_Get_elements_x(&statuses_[i], MPI_BYTE, &got), "MPI_Get_elements_x");
+    if (got >= 0 && static_cast<std::size_t>(got) == expected_[i]) continue;
+    throw Error(MPI_ERR_TRUNCATE,
+                "agx: a message from rank " + std::to_string(statuses_[i].MPI_SOURCE) +
+                    " brought " + std::to_string(got) + " bytes where " +
+                    std::to_string(expected_[i]) +
+                    " were expected (the ranks disagree on the counts)");
+  }
+}
+
 void Execution::end_round() {
   requests_.clear();
+  expected_.clear();
   posted_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
@@ -213,7 +230,12 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
   else
     check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
   requests_.push_back(request);
-  if (!is_send) ++receives_;
+  if (!is_send) {
+    ++receives_;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count; ++i) bytes += segments[i].bytes;
+    expected_.push_back(bytes);
+  }
   if (timeout_ > 0) posted_.push_back({is_send, checksums, &transfer});
 }
 

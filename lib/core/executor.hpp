@@ -82,6 +82,12 @@ class Execution {
   bool started_ = false;
   std::vector<MPI_Request> requests_;  // the round's receives first, then its sends
   std::size_t receives_ = 0;           // how many of requests_ are receives
+  std::vector<std::size_t> expected_;  // bytes each receive of the round must bring
+  std::vector<MPI_Status> statuses_;
+  /// After the round's requests completed: MPI_ERR_TRUNCATE when a receive brought
+  /// fewer bytes than it expects (a sender gave a smaller count: its peer would
+  /// otherwise keep stale bytes and report success).
+  void check_received() const;
   std::vector<MPI_Datatype> types_;
   MessagePlan message_;
   Checks checks_;

@@ -6,6 +6,7 @@
 #include <agx/error.hpp>
 
 #include <string>
+#include <vector>
 
 namespace agx {
 
@@ -18,6 +19,29 @@ inline void check_mpi(int rc, const char* call) {
   int len = 0;
   MPI_Error_string(rc, text, &len);
   throw Error(error_class, std::string("agx: ") + call + " failed: " + std::string(text, len));
+}
+
+/// check_mpi for a multiple-completion call (MPI_Waitall, MPI_Testall, MPI_Testsome)
+/// that filled `statuses` (`count` of them): MPI_ERR_IN_STATUS becomes the class of
+/// the first failed status, which is what a single-request call of agx must report
+/// (MPI allows MPI_ERR_IN_STATUS only from multiple-request calls).
+inline void check_statuses(int rc, const MPI_Status* statuses, std::size_t count, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  int error_class = MPI_ERR_OTHER;
+  MPI_Error_class(rc, &error_class);
+  if (error_class == MPI_ERR_IN_STATUS)
+    for (std::size_t i = 0; i < count; ++i)
+      if (statuses[i].MPI_ERROR != MPI_SUCCESS && statuses[i].MPI_ERROR != MPI_ERR_PENDING) {
+        check_mpi(statuses[i].MPI_ERROR, call);
+        break;
+      }
+  check_mpi(rc, call);
+}
+
+/// Room for the statuses of `count` requests.
+inline MPI_Status* statuses_for(std::vector<MPI_Status>& v, std::size_t count) {
+  if (v.size() < count) v.resize(count);
+  return v.data();
 }
 
 }  // namespace agx
