@@ -102,6 +102,7 @@ bool Execution::test() {
     while (round_ < schedule_.rounds.size()) {
       int done = 0;
       MPI_Status* st = statuses_for(statuses_, requests_.size());
+      const WorldReturnsErrors guard;
       check_statuses(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, st),
                      st, requests_.size(), "MPI_Testall");
       if (!done) return false;
@@ -123,6 +124,7 @@ void Execution::wait() {
     }
     while (round_ < schedule_.rounds.size()) {
       MPI_Status* st = statuses_for(statuses_, requests_.size());
+      const WorldReturnsErrors guard;
       check_statuses(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), st), st,
                      requests_.size(), "MPI_Waitall");
       check_received();

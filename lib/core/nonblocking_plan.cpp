@@ -208,6 +208,7 @@ class Persistent final : public Operation {
           auto& round = rounds_[round_];
           int done = 0;
           MPI_Status* st = statuses_for(statuses_, round.size());
+          const WorldReturnsErrors guard;
           check_statuses(MPI_Testall(static_cast<int>(round.size()), round.data(), &done, st), st,
                          round.size(), "MPI_Testall");
           if (!done) return false;
