@@ -77,7 +77,11 @@ HierContext::HierContext(MPI_Comm c) : topo(discover_topology(c)), comm(c) {
     const int color = topo.local < leaders ? topo.local : MPI_UNDEFINED;
     check_mpi(MPI_Comm_split(comm, color, topo.node, &leader_comm), "MPI_Comm_split");
   }
+}
 
+void HierContext::prepare_node() {
+  if (node_ready_) return;
+  node_ready_ = true;
   const int n = topo.local_size();
   header_ = std::make_unique<SharedSegment>(
       topo.node_comm, sizeof(Slot) * static_cast<std::size_t>(n),

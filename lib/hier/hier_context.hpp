@@ -67,8 +67,14 @@ struct alignas(64) Slot {
 
 class HierContext {
  public:
-  /// Collective over `comm` (the communicator's private duplicate).
+  /// Collective over `comm` (the communicator's private duplicate): the topology and
+  /// the leader communicator, all that the automatic selection needs.
   explicit HierContext(MPI_Comm comm);
+  /// Collective over the node, once: the flag segment and the single-copy probe, which
+  /// only the shared-memory paths need (made lazily: a communicator whose calls take
+  /// point-to-point paths never pays for them). Call before any slot or `cma` use.
+  void prepare_node();
+  bool node_ready() const { return node_ready_; }
   ~HierContext();
   HierContext(const HierContext&) = delete;
   HierContext& operator=(const HierContext&) = delete;
@@ -119,6 +125,7 @@ class HierContext {
  private:
   void wait_done(std::uint64_t gen);
 
+  bool node_ready_ = false;
   std::unique_ptr<SharedSegment> header_, data_;
   Slot* slots_ = nullptr;
   std::uint64_t gen_ = 0;
