@@ -4,7 +4,9 @@
 #include "hier/wait.hpp"
 
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <utility>
 #include <set>
 #include <string>
 
@@ -103,16 +105,17 @@ bool Execution::test() {
       int done = 0;
       MPI_Status* st = statuses_for(statuses_, requests_.size());
       const WorldReturnsErrors guard;
-      check_statuses(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, st),
-                     st, requests_.size(), "MPI_Testall");
-      if (!done) return false;
-      check_received();
+      const int rc =
+          MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, st);
+      if (rc == MPI_SUCCESS && !done) return false;
+      check_received(rc, "MPI_Testall");
       end_round();
     }
   } catch (...) {
     abandon();
     throw;
   }
+  if (truncated_) std::rethrow_exception(std::exchange(truncated_, nullptr));
   return true;
 }
 
@@ -125,15 +128,15 @@ void Execution::wait() {
     while (round_ < schedule_.rounds.size()) {
       MPI_Status* st = statuses_for(statuses_, requests_.size());
       const WorldReturnsErrors guard;
-      check_statuses(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), st), st,
-                     requests_.size(), "MPI_Waitall");
-      check_received();
+      check_received(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), st),
+                     "MPI_Waitall");
       end_round();
     }
   } catch (...) {
     abandon();
     throw;
   }
+  if (truncated_) std::rethrow_exception(std::exchange(truncated_, nullptr));
 }
 
 bool Execution::poll() {
@@ -149,16 +152,42 @@ bool Execution::poll() {
   return true;
 }
 
-void Execution::check_received() const {
-  for (std::size_t i = 0; i < receives_ && i < expected_.size(); ++i) {
+// A truncation (a receive longer or shorter than its message: the ranks disagree on the
+// counts) does not stop this rank: it keeps its part in the remaining rounds, so that
+// the ranks waiting for what it forwards are not left hanging, and the first
+// truncation is thrown once the schedule is done. Any other failure throws at once.
+void Execution::check_received(int rc, const char* call) {
+  const std::size_t n = requests_.size();
+  int error_class = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
+  bool only_truncation = error_class == MPI_ERR_TRUNCATE;
+  if (error_class == MPI_ERR_IN_STATUS) {
+    only_truncation = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      int c = MPI_SUCCESS;
+      if (statuses_[i].MPI_ERROR != MPI_SUCCESS) MPI_Error_class(statuses_[i].MPI_ERROR, &c);
+      only_truncation = only_truncation && (c == MPI_SUCCESS || c == MPI_ERR_TRUNCATE);
+    }
+  }
+  if (rc != MPI_SUCCESS && !only_truncation) check_statuses(rc, statuses_.data(), n, call);
+  if (rc != MPI_SUCCESS && !truncated_) {
+    try {
+      check_statuses(rc, statuses_.data(), n, call);
+    } catch (const Error&) {
+      truncated_ = std::current_exception();
+    }
+  }
+  for (std::size_t i = 0; i < receives_ && i < expected_.size() && !truncated_; ++i) {
+    if (error_class == MPI_ERR_IN_STATUS && statuses_[i].MPI_ERROR != MPI_SUCCESS) continue;
     MPI_Count got = 0;
     check_mpi(MPI_Get_elements_x(&statuses_[i], MPI_BYTE, &got), "MPI_Get_elements_x");
     if (got >= 0 && static_cast<std::size_t>(got) == expected_[i]) continue;
-    throw Error(MPI_ERR_TRUNCATE,
-                "agx: a message from rank " + std::to_string(statuses_[i].MPI_SOURCE) +
-                    " brought " + std::to_string(got) + " bytes where " +
-                    std::to_string(expected_[i]) +
-                    " were expected (the ranks disagree on the counts)");
+    truncated_ = std::make_exception_ptr(
+        Error(MPI_ERR_TRUNCATE, "agx: a message from rank " +
+                                    std::to_string(statuses_[i].MPI_SOURCE) + " brought " +
+                                    std::to_string(got) + " bytes where " +
+                                    std::to_string(expected_[i]) +
+                                    " were expected (the ranks disagree on the counts)"));
   }
 }
 
