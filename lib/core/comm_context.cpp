@@ -76,8 +76,22 @@ CommContext& CommContext::of(MPI_Comm user_comm) {
   return ctx;
 }
 
+CommContext* CommContext::find(MPI_Comm user_comm) {
+  if (user_comm == MPI_COMM_NULL || context_keyval == MPI_KEYVAL_INVALID) return nullptr;
+  void* attr = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(user_comm, context_keyval, &attr, &found), "MPI_Comm_get_attr");
+  return found ? static_cast<CommContext*>(attr) : nullptr;
+}
+
 CommContext::CommContext(MPI_Comm user_comm) {
-  check_mpi(MPI_Comm_dup(user_comm, &comm_), "MPI_Comm_dup");
+  // A private communicator with the same group and order. Not MPI_Comm_dup: that
+  // copies the user's attributes, running their copy callbacks (which may refuse, or
+  // count references) and later their delete callbacks a second time. MPI_Comm_split
+  // copies no attribute (MPI_Comm_idup would, and MPI_Comm_dup_with_info too).
+  int user_rank = 0;
+  check_mpi(MPI_Comm_rank(user_comm, &user_rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_split(user_comm, 0, user_rank, &comm_), "MPI_Comm_split");
   // agx reports failures itself; its private communicator must never abort.
   check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");

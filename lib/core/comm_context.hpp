@@ -1,12 +1,13 @@
 #pragma once
 // Per-communicator state, cached as an MPI attribute on the user's communicator:
-// a private duplicate for agx's own messages (user traffic can never match them),
+// a private communicator over the same ranks for agx's own messages (user traffic can
+// never match them; made with MPI_Comm_split, so no user attribute is copied),
 // cached schedules, and the tag sequence.
 //
 // Ownership: the attribute holds one shared reference; every pending operation
 // (agx::Request, agx::Plan, the interposer's requests) holds another. Freeing the user's
 // communicator drops the attribute's reference only, so a call started before
-// MPI_Comm_free completes on the private duplicate, as MPI allows; the state goes with
+// MPI_Comm_free completes on the private communicator, as MPI allows; the state goes with
 // the last reference (and at MPI_Finalize for communicators still alive then).
 
 #include <mpi.h>
@@ -39,10 +40,17 @@ int delete_context(MPI_Comm user_comm, int keyval, void* attr, void* extra);
 class CommContext : public std::enable_shared_from_this<CommContext> {
  public:
   /// The context of an intra-communicator, created on first use (collective then:
-  /// it duplicates the communicator). Throws agx::Error for null or inter-communicators.
+  /// it splits the communicator). Throws agx::Error for null or inter-communicators.
   static CommContext& of(MPI_Comm user_comm);
   /// A reference that keeps this state alive after the user's communicator is freed.
   std::shared_ptr<CommContext> share() { return shared_from_this(); }
+  /// The context of `user_comm` if it has one; never creates (local, no communication).
+  static CommContext* find(MPI_Comm user_comm);
+
+  /// Whether every collective set-up a nonblocking start may need is done: the
+  /// private communicator and the automatic selection state (with the topology).
+  /// The same on every rank: contexts are made only inside collective calls.
+  bool ready_for_nonblocking() const { return selector_ != nullptr; }
 
   ~CommContext();
   CommContext(const CommContext&) = delete;

@@ -4,7 +4,9 @@
 #include "hier/wait.hpp"
 
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <utility>
 #include <set>
 #include <string>
 
@@ -84,6 +86,7 @@ void Execution::abandon() noexcept {
   for (std::size_t i = 0; i < requests_.size(); ++i) sends[i] = i >= receives_;
   agx::abandon(requests_.data(), sends);  // core/timeout.hpp
   requests_.clear();
+  expected_.clear();
   posted_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
@@ -116,16 +119,20 @@ bool Execution::test() {
       // Node operations first: a deferred send may be what the peer's receive awaits.
       const bool node_done = node_ == nullptr || (post_deferred() & gets_done());
       int done = 0;
-      check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
-                            MPI_STATUSES_IGNORE),
-                "MPI_Testall");
-      if (!done || !node_done) return false;
+      MPI_Status* st = statuses_for(statuses_, requests_.size());
+      const WorldReturnsErrors guard;
+      const int rc =
+          MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, st);
+      if (rc == MPI_SUCCESS && (!done || !node_done)) return false;
+      check_received(rc, "MPI_Testall");
+      if (!node_done) return false;
       end_round();
     }
   } catch (...) {
     abandon();
     throw;
   }
+  if (truncated_) std::rethrow_exception(std::exchange(truncated_, nullptr));
   return true;
 }
 
@@ -167,15 +174,17 @@ void Execution::wait() {
       return;
     }
     while (round_ < schedule_.rounds.size()) {
-      check_mpi(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                            MPI_STATUSES_IGNORE),
-                "MPI_Waitall");
+      MPI_Status* st = statuses_for(statuses_, requests_.size());
+      const WorldReturnsErrors guard;
+      check_received(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), st),
+                     "MPI_Waitall");
       end_round();
     }
   } catch (...) {
     abandon();
     throw;
   }
+  if (truncated_) std::rethrow_exception(std::exchange(truncated_, nullptr));
 }
 
 bool Execution::poll() {
@@ -192,8 +201,48 @@ bool Execution::poll() {
   return true;
 }
 
+// A truncation (a receive longer or shorter than its message: the ranks disagree on the
+// counts) does not stop this rank: it keeps its part in the remaining rounds, so that
+// the ranks waiting for what it forwards are not left hanging, and the first
+// truncation is thrown once the schedule is done. Any other failure throws at once.
+void Execution::check_received(int rc, const char* call) {
+  const std::size_t n = requests_.size();
+  int error_class = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
+  bool only_truncation = error_class == MPI_ERR_TRUNCATE;
+  if (error_class == MPI_ERR_IN_STATUS) {
+    only_truncation = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      int c = MPI_SUCCESS;
+      if (statuses_[i].MPI_ERROR != MPI_SUCCESS) MPI_Error_class(statuses_[i].MPI_ERROR, &c);
+      only_truncation = only_truncation && (c == MPI_SUCCESS || c == MPI_ERR_TRUNCATE);
+    }
+  }
+  if (rc != MPI_SUCCESS && !only_truncation) check_statuses(rc, statuses_.data(), n, call);
+  if (rc != MPI_SUCCESS && !truncated_) {
+    try {
+      check_statuses(rc, statuses_.data(), n, call);
+    } catch (const Error&) {
+      truncated_ = std::current_exception();
+    }
+  }
+  for (std::size_t i = 0; i < receives_ && i < expected_.size() && !truncated_; ++i) {
+    if (error_class == MPI_ERR_IN_STATUS && statuses_[i].MPI_ERROR != MPI_SUCCESS) continue;
+    MPI_Count got = 0;
+    check_mpi(MPI_Get_elements_x(&statuses_[i], MPI_BYTE, &got), "MPI_Get_elements_x");
+    if (got >= 0 && static_cast<std::size_t>(got) == expected_[i]) continue;
+    truncated_ = std::make_exception_ptr(
+        Error(MPI_ERR_TRUNCATE, "agx: a message from rank " +
+                                    std::to_string(statuses_[i].MPI_SOURCE) + " brought " +
+                                    std::to_string(got) + " bytes where " +
+                                    std::to_string(expected_[i]) +
+                                    " were expected (the ranks disagree on the counts)"));
+  }
+}
+
 void Execution::end_round() {
   requests_.clear();
+  expected_.clear();
   posted_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
@@ -284,7 +333,12 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
   else
     check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
   requests_.push_back(request);
-  if (!is_send) ++receives_;
+  if (!is_send) {
+    ++receives_;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count; ++i) bytes += segments[i].bytes;
+    expected_.push_back(bytes);
+  }
   if (timeout_ > 0) posted_.push_back({is_send, checksums, &transfer});
 }
 

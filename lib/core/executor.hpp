@@ -20,6 +20,7 @@
 #include "core/schedule.hpp"
 #include "core/timeout.hpp"
 
+#include <exception>
 #include <optional>
 #include <vector>
 
@@ -92,6 +93,14 @@ class Execution {
   bool started_ = false;
   std::vector<MPI_Request> requests_;  // the round's receives first, then its sends
   std::size_t receives_ = 0;           // how many of requests_ are receives
+  std::vector<std::size_t> expected_;  // bytes each receive of the round must bring
+  std::vector<MPI_Status> statuses_;
+  /// After the round's requests completed (`rc` of the completion call): records
+  /// MPI_ERR_TRUNCATE when a receive was truncated or brought fewer bytes than it
+  /// expects (a sender gave a smaller count: the receiver would otherwise keep stale
+  /// bytes and report success); throws any other failure.
+  void check_received(int rc, const char* call);
+  std::exception_ptr truncated_;  // the first truncation, thrown after the last round
   std::vector<MPI_Datatype> types_;
   MessagePlan message_;
   Checks checks_;

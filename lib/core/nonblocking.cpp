@@ -65,8 +65,18 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
 AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
                                    bool in_place) {
   // The same choice as a blocking call's: shared_memory and hierarchical run on the
-  // round engine too (lib/hier/node_call.cpp), so nothing is swapped.
-  return select_algorithm(ctx, layout, options, in_place);
+  // round engine too (lib/hier/node_call.cpp). Only while the node's segment is not yet
+  // set up or too small for this call (making or growing it is collective) does `auto`
+  // take the best point-to-point algorithm instead; a forced node path sets it up then.
+  const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
+  const bool forced = options.algorithm != Algorithm::automatic ||
+                      (options.use_environment && config().forced.has_value());
+  if (!is_node_path(a.id) || forced || hier::node_call_ready(ctx, layout)) return a;
+  AlgorithmChoice best{Algorithm::ring, 0};
+  double best_s = std::numeric_limits<double>::infinity();
+  for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
+    if (!is_node_path(alg.id) && s < best_s) best_s = s, best = alg;  // same on every rank
+  return best;
 }
 
 OwnedLayout::OwnedLayout(const Layout& l) {

@@ -208,9 +208,10 @@ class Persistent final : public Operation {
         } else {
           auto& round = rounds_[round_];
           int done = 0;
-          check_mpi(MPI_Testall(static_cast<int>(round.size()), round.data(), &done,
-                                MPI_STATUSES_IGNORE),
-                    "MPI_Testall");
+          MPI_Status* st = statuses_for(statuses_, round.size());
+          const WorldReturnsErrors guard;
+          check_statuses(MPI_Testall(static_cast<int>(round.size()), round.data(), &done, st), st,
+                         round.size(), "MPI_Testall");
           if (!done) return false;
         }
         round_started_ = false;  // complete: nothing of it is in flight
@@ -241,6 +242,7 @@ class Persistent final : public Operation {
   std::optional<StallClock> clock_;
   std::size_t open_ = 0;
   std::vector<int> done_indices_;
+  std::vector<MPI_Status> statuses_;  // of MPI_Testall
 };
 
 }  // namespace

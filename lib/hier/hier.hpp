@@ -35,6 +35,10 @@ struct NodeCallDeleter {
 using NodeCallPtr = std::unique_ptr<NodeCall, NodeCallDeleter>;
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
                             const Layout& layout);
+/// Whether a node call of this layout can start without any collective set-up: the
+/// node's flag segment exists and its data segment needs no growth (the same answer on
+/// every rank: both are made only by calls every rank makes alike).
+bool node_call_ready(CommContext& ctx, const Layout& layout);
 /// True once the call is complete on this rank.
 bool test_node_call(NodeCall& call);
 

@@ -107,6 +107,7 @@ Checks inter_checks(const AlgorithmChoice& inter, const char* stage) {
 
 void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout) {
   HierContext& h = hier_context(ctx);
+  h.prepare_node();
   h.running = a;
   const Topology& t = h.topo;
   if (a == Algorithm::shared_memory && t.nnodes > 1)
@@ -229,7 +230,10 @@ std::string describe(MPI_Comm comm) {
              : "setting")
      << ")\n";
   os << "  leaders per node " << h.leaders << ", single copy (process_vm_readv) "
-     << (h.cma ? "available" : "unavailable") << (s.cma ? "" : " (AGX_CMA=0)");
+     << (!h.node_ready() ? "not probed yet (at the first shared-memory call)"
+         : h.cma         ? "available"
+                         : "unavailable")
+     << (s.cma ? "" : " (AGX_CMA=0)");
   if (h.cma)
     os << ", " << std::fixed << std::setprecision(2) << h.cma_speed << std::defaultfloat
        << "x memcpy's speed at setup"

@@ -100,12 +100,20 @@ HierContext::HierContext(MPI_Comm c) : topo(discover_topology(c)), comm(c) {
     const int color = topo.local < leaders ? topo.local : MPI_UNDEFINED;
     check_mpi(MPI_Comm_split(comm, color, topo.node, &leader_comm), "MPI_Comm_split");
   }
+}
 
+void HierContext::prepare_node() {
+  if (node_ready_) return;
+  node_ready_ = true;
   const int n = topo.local_size();
   const bool crowded = node_oversubscribed(topo);  // collective: before any early exit
   oversubscribed = settings().wait == Settings::Wait::sleep ||
                    (settings().wait == Settings::Wait::automatic && crowded);
-  header_ = std::make_unique<SharedSegment>(topo.node_comm, sizeof(Slot) * static_cast<std::size_t>(n));
+  header_ = std::make_unique<SharedSegment>(
+      topo.node_comm, sizeof(Slot) * static_cast<std::size_t>(n),
+      [this](const char* what, double seconds) {
+        stalled("creating the shared flag segment", what, seconds);
+      });
   slots_ = reinterpret_cast<Slot*>(header_->data());
   // The segment is zero-filled, which is a valid state of every slot; construct our own
   // slot formally (only its owner ever writes it).
@@ -200,7 +208,15 @@ std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {
     data_.reset();
     constexpr std::size_t double_buffer_limit = std::size_t{64} << 20;
     const std::size_t want = total <= double_buffer_limit ? 2 * total : total;
-    data_ = std::make_unique<SharedSegment>(topo.node_comm, std::max<std::size_t>(want, 64 * 1024));
+    const std::size_t size = std::max<std::size_t>(want, 64 * 1024);
+    data_ = std::make_unique<SharedSegment>(
+        topo.node_comm, size, [this, gen, size](const char* what, double seconds) {
+          stalled("growing the shared segment",
+                  std::string(what) + " to join call " + std::to_string(gen) + " (" +
+                      std::to_string(size) + " bytes; a rank that skipped the call, died, "
+                      "or gave other counts)",
+                  seconds);
+        });
     last_use_ = {0, 0};
     ++grows_;
   }

@@ -11,9 +11,15 @@
 //   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
 //   slot[i].address    single copy: where its block lives in its own address space
 //   slot[i].pid        its process id (for process_vm_readv)
+//   slot[i].block_bytes[gen & 1], block_offset[gen & 1]   its block's size and place
+//                      in the segment as it sees the call, written before its first
+//                      progress mark: a reader whose counts disagree (an erroneous
+//                      program) fails with MPI_ERR_TRUNCATE instead of reading bytes
+//                      that were never written there
 //   slot[i].inline_data[gen & 1]   small calls (every block <= 504 B, one node): the
-//                      block itself right behind its sequence number, so a reader
-//                      takes one dependent cache miss per peer, not two
+//                      block itself right behind its sequence number and size
+//                      (seq = gen << 16 | bytes), so a reader takes one dependent
+//                      cache miss per peer, not two
 //
 // Data segment: 2 halves. A call whose total T fits in a half uses half (gen & 1), so
 // back-to-back small calls never wait for readers of the previous call; a larger call
@@ -46,7 +52,8 @@ namespace agx::hier {
 /// A block small enough to travel inside the flag's own cache line.
 struct alignas(64) InlineBlock {
   static constexpr std::size_t capacity = 504;  // 8 cache lines with the sequence
-  std::atomic<std::uint64_t> seq{0};  ///< gen whose block `bytes` holds
+  static constexpr unsigned size_bits = 16;     // capacity < 2^16
+  std::atomic<std::uint64_t> seq{0};  ///< gen << size_bits | size of the block `bytes` holds
   std::byte bytes[capacity];
 };
 
@@ -56,14 +63,23 @@ struct alignas(64) Slot {
   std::atomic<std::uint64_t> ready{0};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
+  std::atomic<std::uint64_t> block_bytes[2] = {};
+  std::atomic<std::uint64_t> block_offset[2] = {};
   alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)
   InlineBlock inline_data[2];
 };
 
 class HierContext {
  public:
-  /// Collective over `comm` (the communicator's private duplicate).
+  /// Collective over `comm` (the communicator's private duplicate): the topology and
+  /// the leader communicator, all that the automatic selection needs.
   explicit HierContext(MPI_Comm comm);
+  /// Collective over the node, once: the flag segment and the single-copy probe, which
+  /// only the shared-memory paths need (made lazily: a communicator whose calls take
+  /// point-to-point paths never pays for them). Call before any slot or `cma` use.
+  void prepare_node();
+  bool node_prepared() const { return node_ready_; }
+  bool node_ready() const { return node_ready_; }
   ~HierContext();
   HierContext(const HierContext&) = delete;
   HierContext& operator=(const HierContext&) = delete;
@@ -93,7 +109,7 @@ class HierContext {
   /// More ranks on this node than cores to run them (AGX_WAIT=auto), or AGX_WAIT=sleep.
   bool oversubscribed = false;
   /// Where waiters sleep: the node's signal when oversubscribed, else null (spin/yield).
-  NodeSignal* sleep_signal() { return oversubscribed ? &slots_[0].signal : nullptr; }
+  NodeSignal* sleep_signal() const { return oversubscribed ? &slots_[0].signal : nullptr; }
   /// After every flag store of this rank: wakes sleeping local ranks.
   void notify() { hier::notify(slots_[0].signal); }
 
@@ -145,6 +161,7 @@ class HierContext {
   std::mutex finish_mutex_;  // calls on one communicator may be advanced by two threads
   std::uint64_t engine_gen_ = 0;
 
+  bool node_ready_ = false;
   std::unique_ptr<SharedSegment> header_, data_;
   Slot* slots_ = nullptr;
   std::uint64_t gen_ = 0;

@@ -206,9 +206,18 @@ struct NodeCall {
 
 void NodeCallDeleter::operator()(NodeCall* c) const noexcept { delete c; }
 
+bool node_call_ready(CommContext& ctx, const Layout& layout) {
+  const HierContext* h = ctx.hier();
+  if (h == nullptr || !h->node_prepared()) return false;
+  std::size_t total = 0;
+  for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
+  return total == 0 || h->data_bytes() >= total;
+}
+
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
                             const Layout& layout) {
   HierContext& h = hier_context(ctx);
+  h.prepare_node();  // collective the first time (a forced node path; auto waits for it)
   if (a == Algorithm::shared_memory && h.topo.nnodes > 1)
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
                                  std::to_string(h.topo.size) + " ranks span " +

@@ -54,17 +54,60 @@ std::string progress_text(std::uint64_t v) {
   return "call " + std::to_string(v >> 32) + ", chunk " + std::to_string(v & 0xffffffffu);
 }
 
-// Waits until local rank j's progress flag reaches `mark` (its copy-in of block `block`).
-void wait_progress(HierContext& h, int j, std::uint64_t mark, const char* stage, int block) {
+/// What a reader expects of block `block` in call `gen`: its size, and its place in
+/// the segment (any_offset: not in the segment, single copy).
+struct Expected {
+  std::uint64_t gen = 0;
+  int block = 0;
+  std::size_t bytes = 0;
+  std::uint64_t offset = 0;
+};
+constexpr std::uint64_t any_offset = ~std::uint64_t{0};
+
+/// MPI_ERR_TRUNCATE when local rank j wrote its block of call `e.gen` with another size
+/// or at another place than this rank expects (the ranks gave different counts). Read
+/// after j's progress flag showed `e.gen`: j wrote both before that flag.
+void check_block(const HierContext& h, int j, const Expected& e) {
   const Slot& s = h.slot(j);
-  wait_until(h.sleep_signal(), [&] { return s.progress.load(std::memory_order_acquire) >= mark; },
-             [&](double seconds) {
-               h.stalled(stage, "the progress flag of " + h.local_name(j) + " to reach " +
-                                    progress_text(mark) + " of its copy of block " +
-                                    std::to_string(block) + " (it reads " +
-                                    progress_text(s.progress.load()) + ")",
-                         seconds);
-             });
+  const std::uint64_t bytes = s.block_bytes[e.gen & 1].load(std::memory_order_relaxed);
+  const std::uint64_t offset = s.block_offset[e.gen & 1].load(std::memory_order_relaxed);
+  if (bytes == e.bytes && (e.offset == any_offset || offset == e.offset)) return;
+  throw Error(MPI_ERR_TRUNCATE,
+              "agx: the ranks disagree on the counts: block " + std::to_string(e.block) +
+                  " holds " + std::to_string(e.bytes) + " bytes here, its owner " +
+                  h.local_name(j) + " wrote " + std::to_string(bytes) +
+                  (bytes == e.bytes ? " bytes at another place (earlier blocks differ)"
+                                    : " bytes"));
+}
+
+// Waits until local rank j's progress flag reaches `mark` (its copy-in of block
+// e.block), checking its block against `e` as soon as the flag shows the call. The
+// report names the value the last check saw.
+void wait_progress(const HierContext& h, int j, std::uint64_t mark, const char* stage,
+                   const Expected& e) {
+  const Slot& s = h.slot(j);
+  std::uint64_t seen = 0;
+  bool checked = false;
+  wait_until(
+      h.sleep_signal(),
+      [&] {
+        seen = s.progress.load(std::memory_order_acquire);
+        if (!checked && (seen >> 32) >= e.gen) {
+          check_block(h, j, e);
+          checked = true;
+        }
+        return seen >= mark;
+      },
+      [&](double seconds) {
+        h.stalled(stage, "the progress flag of " + h.local_name(j) + " to reach " +
+                             progress_text(mark) + " of its copy of block " +
+                             std::to_string(e.block) + " (it reads " + progress_text(seen) + ")",
+                  seconds);
+      });
+}
+
+Expected expected_in_segment(const StagedCall& c, int rank) {
+  return {c.gen, rank, c.layout->bytes(rank), (*c.seg_offset)[static_cast<std::size_t>(rank)]};
 }
 
 }  // namespace
@@ -76,6 +119,9 @@ void copy_in(HierContext& h, const StagedCall& c) {
   const std::byte* src = own_source(c, me);
   std::byte* dst = c.base + (*c.seg_offset)[static_cast<std::size_t>(me)];
   const std::size_t chunks = chunk_count(bytes, c.chunk_bytes);
+  slot.block_bytes[c.gen & 1].store(bytes, std::memory_order_relaxed);  // before any mark
+  slot.block_offset[c.gen & 1].store((*c.seg_offset)[static_cast<std::size_t>(me)],
+                                     std::memory_order_relaxed);
   if (chunks == 0) {
     slot.progress.store(progress_mark(c.gen, 0), std::memory_order_release);
     h.notify();
@@ -93,7 +139,7 @@ void wait_node_complete(HierContext& h, const StagedCall& c, const char* stage) 
   for (std::size_t i = 0; i < members.size(); ++i)
     wait_progress(h, static_cast<int>(i),
                   progress_mark(c.gen, chunk_count(c.layout->bytes(members[i]), c.chunk_bytes)),
-                  stage, members[i]);
+                  stage, expected_in_segment(c, members[i]));
 }
 
 void copy_out_local(HierContext& h, const StagedCall& c) {
@@ -124,10 +170,13 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
     const std::byte* src = c.base + (*c.seg_offset)[static_cast<std::size_t>(r)];
     for (std::size_t k2 = 0, chunks = chunk_count(bytes, c.chunk_bytes); k2 < chunks; ++k2) {
       const std::size_t at = k2 * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
-      wait_progress(h, j, progress_mark(c.gen, k2 + 1), "copy-out inside the node", r);
+      wait_progress(h, j, progress_mark(c.gen, k2 + 1), "copy-out inside the node",
+                    expected_in_segment(c, r));
       std::memcpy(dst + at, src + at, len);
     }
-    if (bytes == 0) wait_progress(h, j, progress_mark(c.gen, 0), "copy-out inside the node", r);
+    if (bytes == 0)
+      wait_progress(h, j, progress_mark(c.gen, 0), "copy-out inside the node",
+                    expected_in_segment(c, r));
   }
   h.mark_started(c.gen - 1);  // every local rank has started this call
 }
@@ -172,22 +221,29 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
     std::memcpy(mine.bytes, buffers.in_place ? own_dst : buffers.send, bytes);
     if (!buffers.in_place) std::memcpy(own_dst, buffers.send, bytes);
   }
-  mine.seq.store(gen, std::memory_order_release);
+  constexpr unsigned bits = InlineBlock::size_bits;
+  mine.seq.store(gen << bits | layout.bytes(me), std::memory_order_release);
   h.notify();
   for (int k = 1; k < n; ++k) {
     const int j = (t.local + k) % n;
     const int r = members[static_cast<std::size_t>(j)];
     const InlineBlock& b = h.slot(j).inline_data[parity];
-    wait_until(h.sleep_signal(), [&] { return b.seq.load(std::memory_order_acquire) >= gen; },
+    std::uint64_t seen = 0;
+    wait_until(h.sleep_signal(), [&] { return ((seen = b.seq.load(std::memory_order_acquire)) >> bits) >= gen; },
                [&](double seconds) {
                  h.stalled("inline exchange (blocks in the flag lines)",
                            "the inline block flag of " + h.local_name(j) + " to reach call " +
                                std::to_string(gen) + " (it reads call " +
-                               std::to_string(b.seq.load()) + "), block " + std::to_string(r),
+                               std::to_string(seen >> bits) + "), block " + std::to_string(r),
                            seconds);
                });
-    if (const std::size_t bytes = layout.bytes(r); bytes > 0)
-      std::memcpy(recv_at(buffers, layout, r), b.bytes, bytes);
+    const std::size_t bytes = layout.bytes(r);
+    if (const std::size_t wrote = seen & ((1u << bits) - 1); wrote != bytes)
+      throw Error(MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: block " +
+                                        std::to_string(r) + " holds " + std::to_string(bytes) +
+                                        " bytes here, its owner " + h.local_name(j) + " wrote " +
+                                        std::to_string(wrote) + " bytes");
+    if (bytes > 0) std::memcpy(recv_at(buffers, layout, r), b.bytes, bytes);
   }
   h.mark_started(gen - 1);  // every local rank has started this call
   h.finish_done(gen);
@@ -201,6 +257,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
   std::byte* own_dst = recv_at(buffers, layout, me);
   const void* own_src = buffers.in_place ? own_dst : buffers.send;
   own.address.store(reinterpret_cast<std::uintptr_t>(own_src), std::memory_order_relaxed);
+  own.block_bytes[gen & 1].store(layout.bytes(me), std::memory_order_relaxed);
   own.progress.store(progress_mark(gen, 1), std::memory_order_release);
   h.notify();
   if (!buffers.in_place && layout.bytes(me) > 0) std::memcpy(own_dst, buffers.send, layout.bytes(me));
@@ -210,7 +267,8 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
     std::size_t left = layout.bytes(r);
     if (left == 0) continue;
     const Slot& s = h.slot(j);
-    wait_progress(h, j, progress_mark(gen, 1), "single copy: block address", r);
+    wait_progress(h, j, progress_mark(gen, 1), "single copy: block address",
+                  Expected{gen, r, layout.bytes(r), any_offset});
     auto* src = reinterpret_cast<std::byte*>(s.address.load(std::memory_order_relaxed));
     std::byte* dst = recv_at(buffers, layout, r);
     while (left > 0) {

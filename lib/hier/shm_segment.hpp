@@ -1,23 +1,38 @@
 #pragma once
-// A POSIX shared-memory segment mapped by every rank of a node.
+// A shared-memory segment mapped by every rank of a node.
 //
-// Creation is collective over the node communicator (not on the hot path): local
-// rank 0 creates /agx-<pid>-<n>, sizes it and broadcasts the name; everybody maps it
-// with MAP_POPULATE (no page faults later); after an allreduce that all mappings
-// succeeded, rank 0 unlinks the name. From then on the memory lives exactly as long
-// as some rank maps it: nothing is left in /dev/shm, even after a crash.
-// Unmapping (the destructor) is local.
+// Creation is collective over the node communicator (not on the hot path). Local rank
+// 0 makes an anonymous memory file (memfd_create: it has no name, in /dev/shm or
+// anywhere) and sizes it; the others learn its process id, descriptor and size
+// (MPI_Ibcast) and open it through /proc/<pid>/fd/<fd>; everybody maps it with
+// MAP_POPULATE (no page faults later) and the node agrees that all mappings succeeded
+// (MPI_Iallreduce); then local rank 0 closes the descriptor. The memory lives exactly
+// as long as some rank maps it, whatever process dies when: nothing is ever left
+// behind. Where /proc/<pid>/fd cannot be opened (a restricted container), the same
+// steps run with a POSIX name (/agx-<pid>-<n>) that local rank 0 unlinks right after
+// the agreement: there a rank killed between creation and agreement leaves that name
+// behind (/dev/shm/agx-<pid of local rank 0>-<n>, to be removed by hand).
+//
+// Both collectives honour AGX_TIMEOUT: a wait that makes no progress for the timeout
+// calls `stalled` (which reports and does not return). Local rank 0's size is the
+// segment's size; a rank whose call needs another size (the ranks gave different
+// counts) makes every rank fail with MPI_ERR_TRUNCATE. Unmapping (the destructor) is
+// local.
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 
 namespace agx::hier {
 
+/// Called when a creation step waited AGX_TIMEOUT seconds: `waiting_for` names it.
+using SegmentStall = std::function<void(const char* waiting_for, double seconds)>;
+
 class SharedSegment {
  public:
-  /// Collective over `node_comm`. `bytes` must be the same on all its ranks.
-  SharedSegment(MPI_Comm node_comm, std::size_t bytes);
+  /// Collective over `node_comm`. `bytes` should be the same on all its ranks.
+  SharedSegment(MPI_Comm node_comm, std::size_t bytes, const SegmentStall& stalled = {});
   ~SharedSegment();
   SharedSegment(const SharedSegment&) = delete;
   SharedSegment& operator=(const SharedSegment&) = delete;

@@ -55,7 +55,8 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
 int iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request,
                bool completed) noexcept {
-  if (!agx_serves(comm, "MPI_Iallgather"))
+  if (!agx_serves(comm, "MPI_Iallgather") ||
+      (!completed && !ready_for_nonblocking(comm, "MPI_Iallgather")))
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            request);
   return run_nonblocking(plain_call("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf,
@@ -66,7 +67,8 @@ int iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
 int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                 MPI_Request* request, bool completed) noexcept {
-  if (!agx_serves(comm, "MPI_Iallgatherv"))
+  if (!agx_serves(comm, "MPI_Iallgatherv") ||
+      (!completed && !ready_for_nonblocking(comm, "MPI_Iallgatherv")))
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                             comm, request);
   return run_nonblocking(varying_call("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf,

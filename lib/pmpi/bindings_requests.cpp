@@ -2,7 +2,11 @@
 //
 // MPI_Allgather_init / MPI_Allgatherv_init exist from MPI-4 (MPICH 4); Open MPI 4.1
 // offers them as MPIX_Allgather_init / MPIX_Allgatherv_init (mpi-ext.h, "pcollreq").
-// Whichever the MPI library declares is replaced.
+// Whichever the MPI library declares is replaced. An initialization call must not
+// wait for the other ranks: on a communicator agx has not set up yet (no blocking
+// all-gather on it so far) Open MPI's MPIX_ calls go to Open MPI; MPICH 4.0.2's own
+// persistent all-gathers do not work (test/pmpi/nonblocking_c.c), so there agx sets
+// the communicator up inside MPI_Allgather(v)_init, collectively.
 //
 // MPI_Wait, MPI_Test, their all/any/some forms and MPI_Request_get_status advance
 // agx's running requests (pending.hpp) before they look at the user's; a wait then
@@ -49,12 +53,15 @@ int with_request_error(int rc, MPI_Request request) {
 /// failed ones wait to be reported (the call sets completed ones to MPI_REQUEST_NULL).
 struct Handles {
   Handles(int count, const MPI_Request* requests) {
-    if (count > 0 && requests != nullptr && (must_progress() || errors_pending()))
+    if (count > 0 && requests != nullptr &&
+        (must_progress() || errors_pending() || persistent_requests()))
       copy.assign(requests, requests + count);
   }
-  /// Reports the failed agx request at `i` (completed by the call) in `statuses[j]`.
+  /// The agx request at `i` was completed by the call: a persistent one becomes
+  /// inactive; a failed one is reported in `statuses[j]`.
   void report(int i, int j, MPI_Status* statuses, bool ignore, int& rc) const {
     if (copy.empty() || i < 0 || static_cast<std::size_t>(i) >= copy.size()) return;
+    note_completed(copy[static_cast<std::size_t>(i)]);
     const int error = request_error(copy[static_cast<std::size_t>(i)]);
     if (error == MPI_SUCCESS) return;
     if (!ignore) statuses[j].MPI_ERROR = error;
@@ -116,7 +123,8 @@ int MPI_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtyp
 int MPIX_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                         MPI_Request* request) {
-  if (!agx_serves(comm, "MPIX_Allgather_init"))
+  if (!agx_serves(comm, "MPIX_Allgather_init") ||
+      !agx::pmpi::ready_for_nonblocking(comm, "MPIX_Allgather_init"))
     return PMPIX_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                 info, request);
   return agx::pmpi::allgather_init("MPIX_Allgather_init", sendbuf, sendcount, sendtype, recvbuf,
@@ -126,7 +134,8 @@ int MPIX_Allgather_init(const void* sendbuf, int sendcount, MPI_Datatype sendtyp
 int MPIX_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                          const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                          MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  if (!agx_serves(comm, "MPIX_Allgatherv_init"))
+  if (!agx_serves(comm, "MPIX_Allgatherv_init") ||
+      !agx::pmpi::ready_for_nonblocking(comm, "MPIX_Allgatherv_init"))
     return PMPIX_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                  recvtype, comm, info, request);
   return agx::pmpi::allgatherv_init("MPIX_Allgatherv_init", sendbuf, sendcount, sendtype,
@@ -153,15 +162,24 @@ int MPI_Startall(int count, MPI_Request requests[]) {
 int MPI_Request_free(MPI_Request* request) {
   int rc = MPI_SUCCESS;
   if (agx::pmpi::free_if_persistent(request, &rc)) return rc;
+  if (agx::pmpi::free_if_running(request)) return MPI_SUCCESS;
   if (request != nullptr && agx::pmpi::errors_pending()) agx::pmpi::forget_error(*request);
   return PMPI_Request_free(request);
 }
 
+int MPI_Cancel(MPI_Request* request) {
+  int rc = MPI_SUCCESS;
+  if (request != nullptr && agx::pmpi::cancel_refused(*request, &rc)) return rc;
+  return PMPI_Cancel(request);
+}
+
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   const MPI_Request handle = request != nullptr ? *request : MPI_REQUEST_NULL;
-  if (!must_progress()) return agx::pmpi::with_request_error(PMPI_Wait(request, status), handle);
-  const int rc = wait_with_progress([&](int& flag) { return PMPI_Test(request, &flag, status); },
-                                    [&] { return PMPI_Wait(request, status); });
+  const int rc = must_progress()
+                     ? wait_with_progress([&](int& flag) { return PMPI_Test(request, &flag, status); },
+                                          [&] { return PMPI_Wait(request, status); })
+                     : PMPI_Wait(request, status);
+  agx::pmpi::note_completed(handle);
   return agx::pmpi::with_request_error(rc, handle);
 }
 
@@ -169,7 +187,9 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   const MPI_Request handle = request != nullptr ? *request : MPI_REQUEST_NULL;
   if (must_progress()) progress_requests();
   const int rc = PMPI_Test(request, flag, status);
-  return flag != nullptr && *flag ? agx::pmpi::with_request_error(rc, handle) : rc;
+  if (flag == nullptr || !*flag) return rc;
+  agx::pmpi::note_completed(handle);
+  return agx::pmpi::with_request_error(rc, handle);
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {

@@ -13,6 +13,7 @@
 #include <agx/bytes.hpp>
 #include <agx/error.hpp>
 
+#include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 #include "cuda/memory.hpp"
 #include "pmpi/datatype.hpp"
@@ -199,16 +200,19 @@ PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
     for (std::size_t i = 0; i < starts.size(); ++i)
       offsets[i] = b.bytes[i] > 0 ? static_cast<std::size_t>(starts[i] - lowest) : 0;
     recv_base = lowest;
+    // A send buffer inside the receive buffer is erroneous MPI (only MPI_IN_PLACE may
+    // alias). The habit MPI_Allgather(buf, ..., buf, ...) makes rank 0's send data its
+    // own block and every other rank's overlap block 0: all of them refuse it, none
+    // treats it as in place, so all ranks return the same class and none waits for the
+    // others. An empty send counts by its address.
     if (!in_place && send_tmp == nullptr) {
-      if (send_data == starts[me]) {
-        in_place = true;  // the send buffer is the own receive block: nothing to copy
-      } else {
-        for (std::size_t i = 0; i < starts.size(); ++i)
-          if (ranges_overlap(send_data, b.bytes[me], starts[i], b.bytes[i]))
-            throw Error(MPI_ERR_BUFFER, "agx: the send buffer overlaps receive block " +
-                                            str(static_cast<std::int64_t>(i)) +
-                                            "; use MPI_IN_PLACE");
-      }
+      const std::size_t send_bytes = b.bytes[me];
+      for (std::size_t i = 0; i < starts.size(); ++i)
+        if (ranges_overlap(send_data, send_bytes == 0 ? 1 : send_bytes, starts[i], b.bytes[i]))
+          throw Error(MPI_ERR_BUFFER, "agx: the send buffer overlaps receive block " +
+                                          str(static_cast<std::int64_t>(i)) +
+                                          " (send and receive buffers must not alias; use "
+                                          "MPI_IN_PLACE)");
     }
   } else {
     offsets = packed_offsets(b);
@@ -250,6 +254,9 @@ namespace {
 
 int gather(const GatherCall& c) {
   const double t0 = PMPI_Wtime();
+  // First thing, before any check that could fail on some ranks only: the collective
+  // set-up that nonblocking calls on this communicator rely on (ready_for_nonblocking).
+  CommContext::of(c.comm).selector();
   const PreparedCall p(c);
   p.stage_in();
   const AlgorithmChoice a = pick_algorithm(p);
@@ -293,6 +300,22 @@ bool agx_serves(MPI_Comm comm, const char* function) {
   if (!inter) return true;
   record_passthrough();
   announce_passthrough(comm, function, "inter-communicator");
+  return false;
+}
+
+bool ready_for_nonblocking(MPI_Comm comm, const char* function) {
+  const InsideAgx guard;
+  bool ready = false;
+  try {
+    const CommContext* ctx = CommContext::find(comm);
+    ready = ctx != nullptr && ctx->ready_for_nonblocking();
+  } catch (...) {  // the MPI library reports what is wrong with comm
+  }
+  if (ready) return true;
+  record_passthrough();
+  announce_passthrough(comm, function,
+                       "no blocking all-gather on this communicator yet (agx sets a "
+                       "communicator up inside a blocking call)");
   return false;
 }
 

@@ -124,6 +124,15 @@ bool inside_agx();
 /// AGX_VERBOSE) reports the calls it declines.
 bool agx_serves(MPI_Comm comm, const char* function);
 
+/// Whether a nonblocking or persistent call on `comm` (which agx serves) finds the
+/// communicator set up. agx sets a communicator up collectively, so only inside a
+/// blocking call: a nonblocking start must not wait for the other ranks (MPI lets a
+/// rank start MPI_Iallgather and then block in a send to a rank that has not started
+/// it yet). Until the first blocking all-gather on `comm`, its nonblocking calls go
+/// to the MPI library (counted and, with AGX_VERBOSE, said once). Same answer on
+/// every rank.
+bool ready_for_nonblocking(MPI_Comm comm, const char* function);
+
 /// Runs a call agx serves. Returns MPI_SUCCESS or an MPI error class that has
 /// already gone through the communicator's error handler. Never throws.
 int run_gather(const GatherCall& call) noexcept;

@@ -1,5 +1,15 @@
 // Datatype queries, the contiguity test, and chunked pack / unpack (MPI_Pack takes
 // int sizes, so large data goes in pieces of whole elements).
+//
+// A datatype the user hands in is checked as MPI checks it: a handle that names no
+// type (freed, garbage) and one never committed are MPI_ERR_TYPE. MPI reports a bad
+// handle in a datatype query through MPI_COMM_WORLD's error handler (fatal by
+// default), not through the communicator of the call: the queries of a derived type
+// therefore run with MPI_COMM_WORLD and MPI_COMM_SELF returning errors, and agx raises
+// the class on the call's communicator. Whether a type is committed is asked of
+// MPI_Pack with count 0, which both Open MPI and MPICH refuse for an uncommitted type.
+// (A freed handle is a dangling pointer in Open MPI: found when the freed memory still
+// reads as freed, which is what MPI_Type_get_envelope sees right after the free.)
 
 #include "pmpi/datatype.hpp"
 
@@ -14,6 +24,9 @@
 
 namespace agx::pmpi {
 namespace {
+
+/// describe_type without the validity checks (children of a checked type).
+TypeInfo describe_valid(MPI_Datatype type);
 
 /// Frees a type handle returned by MPI_Type_get_contents unless it is predefined.
 void free_if_derived(MPI_Datatype& t) {
@@ -46,7 +59,7 @@ bool is_simple(MPI_Datatype type) {
   MPI_Datatype child = types[0];
   bool ok = false;
   try {
-    const TypeInfo c = describe_type(child);
+    const TypeInfo c = describe_valid(child);  // a child need not be committed
     const std::int64_t count = combiner == MPI_COMBINER_CONTIGUOUS ? ints[0] : 1;
     ok = is_contiguous(c, count);
   } catch (...) {
@@ -57,14 +70,46 @@ bool is_simple(MPI_Datatype type) {
   return ok;
 }
 
+/// `comm` returns errors while this lives (datatype queries report on MPI_COMM_WORLD,
+/// MPI_Pack on the communicator it is given).
+class ReturnsErrors {
+ public:
+  explicit ReturnsErrors(MPI_Comm comm) : comm_(comm) {
+    if (PMPI_Comm_get_errhandler(comm_, &saved_) != MPI_SUCCESS) return;
+    swapped_ = PMPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN) == MPI_SUCCESS;
+  }
+  ~ReturnsErrors() {
+    if (swapped_) PMPI_Comm_set_errhandler(comm_, saved_);
+    if (saved_ != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&saved_);
+  }
+  ReturnsErrors(const ReturnsErrors&) = delete;
+  ReturnsErrors& operator=(const ReturnsErrors&) = delete;
+
+ private:
+  MPI_Comm comm_;
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+  bool swapped_ = false;
+};
+
+/// The predefined types programs pass most: valid and committed by definition.
+bool is_common_predefined(MPI_Datatype t) {
+  const MPI_Datatype common[] = {
+      MPI_BYTE,         MPI_CHAR,          MPI_SIGNED_CHAR,   MPI_UNSIGNED_CHAR, MPI_SHORT,
+      MPI_UNSIGNED_SHORT, MPI_INT,         MPI_UNSIGNED,      MPI_LONG,          MPI_UNSIGNED_LONG,
+      MPI_LONG_LONG,    MPI_UNSIGNED_LONG_LONG, MPI_FLOAT,    MPI_DOUBLE,        MPI_LONG_DOUBLE,
+      MPI_INT8_T,       MPI_INT16_T,       MPI_INT32_T,       MPI_INT64_T,       MPI_UINT8_T,
+      MPI_UINT16_T,     MPI_UINT32_T,      MPI_UINT64_T,      MPI_C_BOOL,        MPI_PACKED,
+      MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX};
+  for (MPI_Datatype c : common)
+    if (t == c) return true;
+  return false;
+}
+
 constexpr std::int64_t chunk_elements(const TypeInfo& t) {
   return t.size > 0 && t.size < INT_MAX ? INT_MAX / t.size : 1;
 }
 
-}  // namespace
-
-TypeInfo describe_type(MPI_Datatype type) {
-  if (type == MPI_DATATYPE_NULL) throw Error(MPI_ERR_TYPE, "agx: datatype is MPI_DATATYPE_NULL");
+TypeInfo describe_valid(MPI_Datatype type) {
   TypeInfo t;
   t.type = type;
   MPI_Count size = 0;
@@ -76,6 +121,31 @@ TypeInfo describe_type(MPI_Datatype type) {
   t.size = static_cast<std::int64_t>(size);
   t.simple = is_simple(type);
   return t;
+}
+
+}  // namespace
+
+TypeInfo describe_type(MPI_Datatype type) {
+  if (type == MPI_DATATYPE_NULL) throw Error(MPI_ERR_TYPE, "agx: datatype is MPI_DATATYPE_NULL");
+  if (is_common_predefined(type)) return describe_valid(type);
+  const ReturnsErrors world(MPI_COMM_WORLD), self(MPI_COMM_SELF);
+  int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
+  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
+    throw Error(MPI_ERR_TYPE, "agx: the datatype handle names no datatype (freed, or never "
+                              "created)");
+  if (combiner != MPI_COMBINER_NAMED) {
+    char scratch[1] = {};
+    int position = 0;
+    if (PMPI_Pack(scratch, 0, type, scratch, sizeof scratch, &position, MPI_COMM_SELF) !=
+        MPI_SUCCESS)
+      throw Error(MPI_ERR_TYPE, "agx: the datatype is not committed (MPI_Type_commit it before "
+                                "communicating with it)");
+  }
+  try {
+    return describe_valid(type);
+  } catch (const Error& e) {  // a handle MPI half recognises
+    throw Error(MPI_ERR_TYPE, std::string("agx: the datatype is not valid: ") + e.what());
+  }
 }
 
 bool is_contiguous(const TypeInfo& t, std::int64_t count) {

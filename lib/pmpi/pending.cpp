@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +34,8 @@ struct Pending {
   MPI_Request handle = MPI_REQUEST_NULL;  ///< what the user holds
   int tag = 0;                            ///< persistent: of the self message
   bool running = false;
+  bool active = false;       ///< persistent: started and not yet completed by the user
+  bool user_freed = false;   ///< nonblocking: MPI_Request_free while running
   int error = MPI_SUCCESS;  ///< of the last start
   double started = 0;
 };
@@ -49,6 +52,12 @@ std::atomic<int> error_count{0};  // entries in `failed` plus persistent request
 MPI_Comm self_comm = MPI_COMM_NULL;  // persistent handles live here
 int next_tag = 0;
 
+// Every nonblocking agx handle the user may still hold (from its start until MPI
+// frees it), with its communicator: MPI_Cancel must recognise it even after the data
+// has moved. Its own mutex: free_state runs inside MPI calls made under table_mutex.
+std::mutex handles_mutex;
+std::map<MPI_Request, MPI_Comm> nonblocking_handles;
+
 // Generalized request callbacks. The state is the Pending, owned by MPI from the
 // handle's completion on: free_state deletes it.
 int query_state(void* state, MPI_Status* status) {
@@ -60,7 +69,12 @@ int query_state(void* state, MPI_Status* status) {
   return MPI_SUCCESS;
 }
 int free_state(void* state) {
-  delete static_cast<Pending*>(state);
+  auto* p = static_cast<Pending*>(state);
+  {
+    std::lock_guard lock(handles_mutex);
+    nonblocking_handles.erase(p->handle);
+  }
+  delete p;
   return MPI_SUCCESS;
 }
 int cancel_state(void*, int) { return MPI_SUCCESS; }  // collectives cannot be cancelled
@@ -88,7 +102,13 @@ void complete(Pending& p) {
     check_mpi(PMPI_Send(nullptr, 0, MPI_BYTE, 0, p.tag, self_comm), "MPI_Send");
   } else {
     table.erase(std::find(table.begin(), table.end(), &p));
-    check_mpi(PMPI_Grequest_complete(p.handle), "MPI_Grequest_complete");  // may free p
+    MPI_Request handle = p.handle;
+    const bool freed = p.user_freed;  // read before: once complete, a wait may free p
+    check_mpi(PMPI_Grequest_complete(handle), "MPI_Grequest_complete");
+    // The user freed it while it ran: the handle is agx's to free now (free_state
+    // deletes p). MPI_Request_free on a generalized request before it completes may
+    // run free_state at once (MPICH does), so agx held it back until here.
+    if (freed) check_mpi(PMPI_Request_free(&handle), "MPI_Request_free");
   }
 }
 
@@ -148,6 +168,10 @@ int start_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
     check_mpi(PMPI_Grequest_start(query_state, free_state, cancel_state, p.get(), &p->handle),
               "MPI_Grequest_start");
     *request = p->handle;
+    {
+      std::lock_guard handles_lock(handles_mutex);
+      nonblocking_handles[p->handle] = c.comm;
+    }
     std::lock_guard lock(table_mutex);
     Pending& mine = *p.release();
     table.push_back(&mine);
@@ -204,17 +228,23 @@ bool start_if_persistent(MPI_Request* request, int* rc) noexcept {
   Pending* p = find_persistent(*request);
   if (p == nullptr) return false;
   *rc = guarded(p->call->c.comm, p->call->c.function, [&] {
-    if (p->running) throw Error(MPI_ERR_REQUEST, "agx: MPI_Start on a request that is active");
+    // Decided from this rank's own state: active from MPI_Start until a completion call
+    // (MPI_Wait, MPI_Test, ...) returned it, whether or not its data has moved yet.
+    if (p->active)
+      throw Error(MPI_ERR_REQUEST, "agx: MPI_Start on a persistent request that is active "
+                                   "(complete it with MPI_Wait or MPI_Test first)");
     if (p->error != MPI_SUCCESS) error_count.fetch_sub(1);  // never reported: replaced
     p->error = MPI_SUCCESS;
     p->started = PMPI_Wtime();
     p->call->stage_in();
     check_mpi(PMPI_Start(&p->handle), "MPI_Start");
+    p->active = true;
     set_running(*p, true);
     try {
       p->plan.start();
     } catch (...) {  // nothing moved: let the handle complete, then report
       set_running(*p, false);
+      p->active = false;
       check_mpi(PMPI_Send(nullptr, 0, MPI_BYTE, 0, p->tag, self_comm), "MPI_Send");
       throw;
     }
@@ -240,6 +270,48 @@ bool free_if_persistent(MPI_Request* request, int* rc) noexcept {
     return PMPI_Request_free(request);  // the completed self receive
   });
   return true;
+}
+
+bool free_if_running(MPI_Request* request) noexcept {
+  if (request == nullptr || *request == MPI_REQUEST_NULL || inside_agx() ||
+      running_count.load() == 0)
+    return false;
+  std::lock_guard lock(table_mutex);
+  for (Pending* p : table)
+    if (!p->persistent && p->handle == *request && p->running) {
+      p->user_freed = true;  // complete() frees the handle once the data has moved
+      *request = MPI_REQUEST_NULL;
+      return true;
+    }
+  return false;
+}
+
+bool cancel_refused(MPI_Request request, int* rc) noexcept {
+  if (request == MPI_REQUEST_NULL || inside_agx()) return false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  const char* function = "MPI_Cancel";
+  {
+    std::lock_guard lock(handles_mutex);
+    if (auto it = nonblocking_handles.find(request); it != nonblocking_handles.end())
+      comm = it->second;
+  }
+  if (comm == MPI_COMM_NULL && persistent_count.load() > 0) {
+    std::lock_guard lock(table_mutex);
+    if (const Pending* p = find_persistent(request)) comm = p->call->c.comm;
+  }
+  if (comm == MPI_COMM_NULL) return false;
+  *rc = raise_error(comm, MPI_ERR_REQUEST,
+                    std::string(function) + ": agx: a collective request (MPI_Iallgather(v) or "
+                                            "a persistent all-gather) cannot be cancelled");
+  return true;
+}
+
+bool persistent_requests() noexcept { return persistent_count.load() > 0; }
+
+void note_completed(MPI_Request request) noexcept {
+  if (request == MPI_REQUEST_NULL || persistent_count.load() == 0 || inside_agx()) return;
+  std::lock_guard lock(table_mutex);
+  if (Pending* p = find_persistent(request)) p->active = false;
 }
 
 int request_error(MPI_Request request) noexcept {

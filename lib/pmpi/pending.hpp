@@ -48,6 +48,22 @@ bool start_if_persistent(MPI_Request* request, int* rc) noexcept;
 /// (waiting for a running start first) and returns true (with *rc set).
 bool free_if_persistent(MPI_Request* request, int* rc) noexcept;
 
+/// MPI_Request_free on a running nonblocking agx request: the data still moves (agx
+/// frees the MPI handle once it has); *request becomes MPI_REQUEST_NULL. False when
+/// `request` is not such a request.
+bool free_if_running(MPI_Request* request) noexcept;
+
+/// MPI_Cancel on an agx request (nonblocking, persistent): collectives cannot be
+/// cancelled, so MPI_ERR_REQUEST through its communicator (*rc set) and true; false
+/// when `request` is not agx's.
+bool cancel_refused(MPI_Request request, int* rc) noexcept;
+
+/// Whether any agx persistent request exists (cheap).
+bool persistent_requests() noexcept;
+/// A completion call returned `request` complete: an agx persistent request becomes
+/// inactive (MPI_Start may start it again).
+void note_completed(MPI_Request request) noexcept;
+
 /// After a completion call returned `request` complete: the error class of an agx
 /// request (nonblocking or a persistent start) whose data movement failed, reported
 /// once; MPI_SUCCESS otherwise. (The error has already gone through the

@@ -277,6 +277,14 @@ int main(int argc, char** argv) {
   MPI_Comm split, reversed;
   MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &split);
   MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank, &reversed);
+  /* Nonblocking calls on a communicator without a blocking one before go to the MPI
+   * library under agx (docs/interposer.md, "MPI semantics"): one blocking call each,
+   * so that what follows runs through agx (semantics_c.c tests the other case). */
+  if (world_size <= 64) {
+    MPI_Allgather(warm, 1, MPI_INT, all, 1, MPI_INT, split);
+    MPI_Allgather(warm, 1, MPI_INT, all, 1, MPI_INT, reversed);
+    gathers_done += 2;
+  }
   for (int round = 0; round < 6; ++round) test_many(split, reversed, round);
   test_mixed(MPI_COMM_WORLD);
   test_mixed(split);

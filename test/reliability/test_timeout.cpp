@@ -2,7 +2,7 @@
 // hang. Run by run_timeout.py, which checks the time, the exit status and the text of
 // the diagnostic lines (rank, algorithm, round or stage, peer, block).
 //
-//   test_timeout --skip R [--count C] --expect abort|error [--calls LIST] [--mpi]
+//   test_timeout --skip R [--count C] [--grow C2] --expect abort|error [--calls LIST] [--mpi]
 //
 // Every call of LIST (blocking, start-wait, start-test, plan) runs on a fresh duplicate
 // of MPI_COMM_WORLD: first a warm-up call on every rank (the first call on a
@@ -13,6 +13,9 @@
 //                    MPI_Allgather under the interposer returns MPI_ERR_OTHER through
 //                    MPI_ERRORS_RETURN); afterwards agx works on a new communicator
 // --mpi calls MPI_Allgather (run it with LD_PRELOAD=libagx_pmpi.so) instead of the C++ API.
+// --grow C2: the skipped call gathers C2 elements per rank (blocking only): with
+// shared_memory and C2 > C it is a call that grows the node's segment, whose creation
+// must time out too.
 
 #include <agx/agx.hpp>
 
@@ -26,7 +29,7 @@
 namespace {
 
 int rank = 0, n = 0, skip = -1, failed = 0;
-std::size_t count = 4;
+std::size_t count = 4, grow = 0;
 bool expect_abort = true, use_mpi = false;
 
 std::vector<int> mine() { return std::vector<int>(count, 1000 * rank + 7); }
@@ -83,6 +86,10 @@ void scenario(const std::string& how) {
     ++failed;
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  if (grow > 0 && how == "blocking") {
+    count = grow;
+    all.assign(count * static_cast<std::size_t>(n), -1);
+  }
   if (rank != skip) {
     const int cls = call(comm, how, all, &plan);
     if (expect_abort) {
@@ -114,6 +121,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--skip" && i + 1 < argc) skip = std::atoi(argv[++i]);
     else if (a == "--count" && i + 1 < argc) count = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--grow" && i + 1 < argc) grow = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--expect" && i + 1 < argc) expect_abort = std::string(argv[++i]) == "abort";
     else if (a == "--mpi") use_mpi = true;
     else if (a == "--calls" && i + 1 < argc) {

@@ -1,0 +1,441 @@
+/* An unmodified MPI program (plain C, mpi.h only) for the MPI semantics of the
+ * interposer (docs/interposer.md, "MPI semantics"): one case per run, named by the
+ * first argument. Every case runs on a fresh duplicate of MPI_COMM_WORLD with
+ * MPI_ERRORS_RETURN (so that errors come back as classes), prints what each rank got,
+ * and exits 0 when the behaviour is the one agx promises:
+ *
+ *   alias          MPI_Allgather(buf, c, t, buf, c, t) without MPI_IN_PLACE:
+ *                  MPI_ERR_BUFFER on every rank (none treats it as in place)
+ *   start-active   MPI_Start on an active persistent all-gather: MPI_ERR_REQUEST on
+ *                  every rank, decided locally; the request still completes
+ *   cancel         MPI_Cancel on a running MPI_Iallgather: MPI_ERR_REQUEST (collective
+ *                  requests cannot be cancelled); the request still completes
+ *   free-running   MPI_Request_free on running MPI_Iallgather's: the data still arrives,
+ *                  later calls work
+ *   type-freed     a datatype handle used after MPI_Type_free: MPI_ERR_TYPE
+ *   type-uncommitted  a datatype never committed: MPI_ERR_TYPE
+ *   counts         rank 0 gives smaller counts than the others: no rank returns
+ *                  success; the ranks that receive more than rank 0 wrote get
+ *                  MPI_ERR_TRUNCATE
+ *   truncate       a receive block smaller than what its sender sends: MPI_ERR_TRUNCATE
+ *                  (never MPI_ERR_IN_STATUS from a single-request call)
+ *   attributes     a user attribute whose copy callback fails and whose delete callback
+ *                  counts: MPI_Allgather works, the callbacks run as without agx
+ *   first-nonblocking  the first call on a new communicator is MPI_Iallgather: rank 0
+ *                  starts it, then MPI_Ssend's to rank 1, which receives before its own
+ *                  start (deadlocks when the start waits for the others)
+ * Exit status 0 on success, 1 on a wrong answer; a hang is caught by the runner. */
+
+#include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if MPI_VERSION >= 4
+#define ALLGATHER_INIT MPI_Allgather_init
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define ALLGATHER_INIT MPIX_Allgather_init
+#endif
+
+static int me, n, failures;
+
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
+    if (!(cond) && failures++ < 20) {                                         \
+      fprintf(stderr, "rank %d: FAIL %s:%d: ", me, __func__, __LINE__);       \
+      fprintf(stderr, __VA_ARGS__);                                           \
+      fprintf(stderr, "\n");                                                  \
+    }                                                                         \
+  } while (0)
+
+static int value(int rank, int i) { return rank * 1000 + i + 1; }
+
+static int class_of(int rc) {
+  int c = rc;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &c);
+  return c;
+}
+
+static const char* class_name(int c) {
+  switch (c) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
+    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
+    case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
+    case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
+    case MPI_ERR_ARG: return "MPI_ERR_ARG";
+    case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
+    case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
+    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
+    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+    default: return "another class";
+  }
+}
+
+static void report(const char* what, int rc) {
+  const int c = class_of(rc);
+  printf("rank %d: %s: %s (%d)\n", me, what, class_name(c), c);
+  fflush(stdout);
+}
+
+/* The class every rank got must be `want` (MPI_SUCCESS included). */
+static void expect_everywhere(const char* what, int rc, int want, MPI_Comm comm) {
+  report(what, rc);
+  const int c = class_of(rc);
+  CHECK(c == want, "%s: %s, expected %s", what, class_name(c), class_name(want));
+  int lo = c, hi = c;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, comm);
+  CHECK(lo == hi, "%s: the ranks got different classes", what);
+}
+
+static int* ints(size_t count) {
+  int* p = malloc((count == 0 ? 1 : count) * sizeof(int));
+  if (p == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+  for (size_t i = 0; i < count; ++i) p[i] = -77;
+  return p;
+}
+
+static void fill(int* send, int c) {
+  for (int i = 0; i < c; ++i) send[i] = value(me, i);
+}
+
+static int gathered(const int* recv, int c) {
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < c; ++i)
+      if (recv[r * c + i] != value(r, i)) return 0;
+  return 1;
+}
+
+static MPI_Comm fresh_comm(void) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  return comm;
+}
+
+/* A fresh communicator that has had one blocking all-gather: under agx its nonblocking
+ * and persistent calls then run through agx (before, they go to the MPI library). */
+static MPI_Comm used_comm(void) {
+  MPI_Comm comm = fresh_comm();
+  int one = me, *all = ints((size_t)n);
+  MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, comm);
+  free(all);
+  return comm;
+}
+
+static void case_alias(void) {
+  MPI_Comm comm = fresh_comm();
+  const int c = 16;
+  int* buf = ints((size_t)n * c);
+  fill(buf, c);
+  /* Same buffer for both, no MPI_IN_PLACE: erroneous. Rank 0's send data is exactly
+   * its own block; the other ranks' overlaps block 0. */
+  const int rc = MPI_Allgather(buf, c, MPI_INT, buf, c, MPI_INT, comm);
+  expect_everywhere("MPI_Allgather(buf, buf)", rc, MPI_ERR_BUFFER, comm);
+  /* the communicator still works */
+  int* send = ints(c);
+  fill(send, c);
+  expect_everywhere("MPI_Allgather afterwards",
+                    MPI_Allgather(send, c, MPI_INT, buf, c, MPI_INT, comm), MPI_SUCCESS, comm);
+  CHECK(gathered(buf, c), "wrong data afterwards");
+  free(send);
+  free(buf);
+  MPI_Comm_free(&comm);
+}
+
+static void case_start_active(void) {
+#ifdef ALLGATHER_INIT
+  MPI_Comm comm = used_comm();
+  const int c = 3; /* small: agx may finish a start inside MPI_Start on some ranks */
+  int* send = ints(c);
+  int* recv = ints((size_t)n * c);
+  fill(send, c);
+  MPI_Request req;
+  int rc = ALLGATHER_INIT(send, c, MPI_INT, recv, c, MPI_INT, comm, MPI_INFO_NULL, &req);
+  expect_everywhere("MPI_Allgather_init", rc, MPI_SUCCESS, comm);
+  for (int round = 0; round < 20; ++round) {
+    rc = MPI_Start(&req);
+    CHECK(rc == MPI_SUCCESS, "round %d: first MPI_Start: %s", round, class_name(class_of(rc)));
+    if (round % 2 == 1) { /* let it finish on this rank first */
+      struct timespec ms = {0, 2000000};
+      nanosleep(&ms, NULL);
+    }
+    rc = MPI_Start(&req); /* erroneous: the request is active */
+    if (round == 0) report("MPI_Start on an active request", rc);
+    CHECK(class_of(rc) == MPI_ERR_REQUEST, "round %d: second MPI_Start: %s, expected "
+          "MPI_ERR_REQUEST", round, class_name(class_of(rc)));
+    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS, "round %d: MPI_Wait: %s", round, class_name(class_of(rc)));
+    CHECK(gathered(recv, c), "round %d: wrong data", round);
+    for (int i = 0; i < n * c; ++i) recv[i] = -77;
+  }
+  MPI_Request_free(&req);
+  free(send);
+  free(recv);
+  MPI_Comm_free(&comm);
+#else
+  if (me == 0) printf("start-active: no persistent all-gather in this MPI library\n");
+#endif
+}
+
+static void case_cancel(void) {
+  MPI_Comm comm = used_comm();
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const int c = 1000;
+  int* send = ints(c);
+  int* recv = ints((size_t)n * c);
+  fill(send, c);
+  MPI_Request req;
+  int rc = MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
+  CHECK(rc == MPI_SUCCESS, "MPI_Iallgather: %s", class_name(class_of(rc)));
+  rc = MPI_Cancel(&req);
+  expect_everywhere("MPI_Cancel on a running MPI_Iallgather", rc, MPI_ERR_REQUEST, comm);
+  MPI_Status status;
+  rc = MPI_Wait(&req, &status);
+  CHECK(rc == MPI_SUCCESS, "MPI_Wait: %s", class_name(class_of(rc)));
+  int cancelled = 1;
+  MPI_Test_cancelled(&status, &cancelled);
+  CHECK(!cancelled, "the status says cancelled");
+  CHECK(gathered(recv, c), "wrong data after the cancel");
+  free(send);
+  free(recv);
+  MPI_Comm_free(&comm);
+}
+
+static void case_free_running(void) {
+  MPI_Comm comm = used_comm();
+  enum { rounds = 20, c = 500 };
+  int* send = ints(c);
+  fill(send, c);
+  int* recv[rounds];
+  for (int k = 0; k < rounds; ++k) {
+    recv[k] = ints((size_t)n * c);
+    MPI_Request req;
+    int rc = MPI_Iallgather(send, c, MPI_INT, recv[k], c, MPI_INT, comm, &req);
+    CHECK(rc == MPI_SUCCESS, "MPI_Iallgather %d: %s", k, class_name(class_of(rc)));
+    rc = MPI_Request_free(&req);
+    CHECK(rc == MPI_SUCCESS && req == MPI_REQUEST_NULL, "MPI_Request_free %d: %s", k,
+          class_name(class_of(rc)));
+  }
+  /* Other requests meanwhile (handles may be reused). */
+  int* other = ints((size_t)n * c);
+  MPI_Request req;
+  MPI_Iallgather(send, c, MPI_INT, other, c, MPI_INT, comm, &req);
+  int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(rc == MPI_SUCCESS && gathered(other, c), "a later MPI_Iallgather: %s",
+        class_name(class_of(rc)));
+  /* The freed ones complete: poll MPI (which lets agx progress) until the data is there. */
+  const double t0 = MPI_Wtime();
+  int arrived = 0;
+  while (!arrived && MPI_Wtime() - t0 < 30) {
+    int flag = 0;
+    MPI_Request_get_status(MPI_REQUEST_NULL, &flag, MPI_STATUS_IGNORE);
+    arrived = 1;
+    for (int k = 0; k < rounds && arrived; ++k) arrived = gathered(recv[k], c);
+  }
+  CHECK(arrived, "the data of freed requests did not arrive within 30 s");
+  rc = MPI_Allgather(send, c, MPI_INT, other, c, MPI_INT, comm);
+  CHECK(rc == MPI_SUCCESS && gathered(other, c), "a later MPI_Allgather: %s",
+        class_name(class_of(rc)));
+  printf("rank %d: %d freed running requests completed: %s\n", me, rounds, arrived ? "yes" : "no");
+  /* Freed requests may still be moving data on other ranks: wait for everybody. */
+  MPI_Barrier(comm);
+  for (int k = 0; k < rounds; ++k) free(recv[k]);
+  free(other);
+  free(send);
+  MPI_Comm_free(&comm);
+}
+
+static void case_type(int freed) {
+  MPI_Comm comm = fresh_comm();
+  int* send = ints(4);
+  int* recv = ints((size_t)n * 4);
+  fill(send, 4);
+  MPI_Datatype pair, stale;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  if (freed) {
+    MPI_Type_commit(&pair);
+    stale = pair;
+    MPI_Type_free(&pair); /* `stale` now names nothing */
+  } else {
+    stale = pair; /* never committed */
+  }
+  const int rc = MPI_Allgather(send, 1, stale, recv, 1, stale, comm);
+  expect_everywhere(freed ? "MPI_Allgather with a freed datatype"
+                          : "MPI_Allgather with an uncommitted datatype",
+                    rc, MPI_ERR_TYPE, comm);
+  if (!freed) MPI_Type_free(&pair);
+  free(send);
+  free(recv);
+  MPI_Comm_free(&comm);
+}
+
+/* Rank 0 gives count c - 1 for every block, the others c: rank 0 expects less than
+ * they send (truncation there); they expect more from rank 0 than it writes. */
+static void case_counts(void) {
+  MPI_Comm comm = fresh_comm();
+  if (n < 2) {
+    MPI_Comm_free(&comm);
+    return;
+  }
+  int sizes[] = {4, 100, 3000, 50000};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
+    const int c = sizes[k];
+    const int mine = me == 0 ? c - 1 : c;
+    int* send = ints((size_t)mine);
+    int* recv = ints((size_t)n * c);
+    fill(send, mine);
+    const int rc = MPI_Allgather(send, mine, MPI_INT, recv, mine, MPI_INT, comm);
+    char what[80];
+    snprintf(what, sizeof what, "counts %d / %d", c - 1, c);
+    report(what, rc);
+    CHECK(rc != MPI_SUCCESS, "%s: success with disagreeing counts", what);
+    CHECK(class_of(rc) != MPI_ERR_IN_STATUS, "%s: MPI_ERR_IN_STATUS from MPI_Allgather", what);
+    if (me != 0)
+      CHECK(class_of(rc) == MPI_ERR_TRUNCATE, "%s: %s, expected MPI_ERR_TRUNCATE", what,
+            class_name(class_of(rc)));
+    /* Not freed: after a failed call agx releases its sends to MPI rather than cancel
+     * them (MPI need not cancel sends), so a large one may still read `send` here. */
+    /* the ranks that failed early may have left the others mid-call: resynchronise on
+     * a fresh communicator for the next size */
+    MPI_Comm_free(&comm);
+    MPI_Barrier(MPI_COMM_WORLD);
+    comm = fresh_comm();
+  }
+  MPI_Comm_free(&comm);
+}
+
+/* Every rank sends c ints; rank 0's receive blocks hold c - 1. */
+static void case_truncate(void) {
+  MPI_Comm comm = fresh_comm();
+  if (n < 2) {
+    MPI_Comm_free(&comm);
+    return;
+  }
+  const int c = 64;
+  int* send = ints(c);
+  int* recv = ints((size_t)n * c);
+  fill(send, c);
+  int* counts = ints((size_t)n);
+  int* displs = ints((size_t)n);
+  for (int r = 0; r < n; ++r) counts[r] = me == 0 && r != 0 ? c - 1 : c, displs[r] = r * c;
+  const int rc = MPI_Allgatherv(send, c, MPI_INT, recv, counts, displs, MPI_INT, comm);
+  report("MPI_Allgatherv into short blocks", rc);
+  CHECK(class_of(rc) != MPI_ERR_IN_STATUS, "MPI_ERR_IN_STATUS from MPI_Allgatherv");
+  if (me == 0)
+    CHECK(class_of(rc) == MPI_ERR_TRUNCATE, "%s, expected MPI_ERR_TRUNCATE",
+          class_name(class_of(rc)));
+  free(counts);
+  free(displs);
+  free(send);
+  free(recv);
+  MPI_Comm_free(&comm);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static int copies, deletes;
+static int failing_copy(MPI_Comm old, int keyval, void* extra, void* in, void* out, int* flag) {
+  (void)old, (void)keyval, (void)extra, (void)in, (void)out, (void)flag;
+  ++copies;
+  return MPI_ERR_OTHER; /* this library refuses to be duplicated */
+}
+static int counting_delete(MPI_Comm comm, int keyval, void* attr, void* extra) {
+  (void)comm, (void)keyval, (void)attr, (void)extra;
+  ++deletes;
+  return MPI_SUCCESS;
+}
+
+static void case_attributes(void) {
+  MPI_Comm comm = fresh_comm();
+  int keyval;
+  MPI_Comm_create_keyval(failing_copy, counting_delete, &keyval, NULL);
+  MPI_Comm_set_attr(comm, keyval, &copies);
+  const int c = 10;
+  int* send = ints(c);
+  int* recv = ints((size_t)n * c);
+  fill(send, c);
+  for (int k = 0; k < 3; ++k) {
+    const int rc = MPI_Allgather(send, c, MPI_INT, recv, c, MPI_INT, comm);
+    expect_everywhere("MPI_Allgather on a communicator with a user attribute", rc, MPI_SUCCESS,
+                      comm);
+    CHECK(gathered(recv, c), "wrong data");
+  }
+  MPI_Request req;
+  MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  CHECK(gathered(recv, c), "wrong data (nonblocking)");
+  CHECK(copies == 0, "the copy callback ran %d times (the program never duplicated)", copies);
+  CHECK(deletes == 0, "the delete callback ran %d times before MPI_Comm_free", deletes);
+  MPI_Comm_free(&comm);
+  CHECK(deletes == 1, "the delete callback ran %d times at MPI_Comm_free, expected once", deletes);
+  printf("rank %d: attribute callbacks: %d copies, %d deletes\n", me, copies, deletes);
+  MPI_Comm_free_keyval(&keyval);
+  free(send);
+  free(recv);
+}
+
+static void case_first_nonblocking(void) {
+  for (int round = 0; round < 3; ++round) {
+    MPI_Comm comm = fresh_comm(); /* never used before: no set-up yet */
+    const int c = 64 << (3 * round);  /* 64, 512 and 4096 ints */
+    int* send = ints((size_t)c);
+    int* recv = ints((size_t)n * c);
+    fill(send, c);
+    MPI_Request req;
+    int token = 42;
+    if (n >= 2 && me == 1) MPI_Recv(&token, 1, MPI_INT, 0, 7, comm, MPI_STATUS_IGNORE);
+    int rc = MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
+    CHECK(rc == MPI_SUCCESS, "MPI_Iallgather: %s", class_name(class_of(rc)));
+    if (n >= 2 && me == 0) MPI_Ssend(&token, 1, MPI_INT, 1, 7, comm);
+    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(rc == MPI_SUCCESS && gathered(recv, c), "round %d: MPI_Wait: %s or wrong data", round,
+          class_name(class_of(rc)));
+    /* then blocking calls on the same communicator, and nonblocking ones again */
+    for (int i = 0; i < n * c; ++i) recv[i] = -77;
+    rc = MPI_Allgather(send, c, MPI_INT, recv, c, MPI_INT, comm);
+    CHECK(rc == MPI_SUCCESS && gathered(recv, c), "round %d: MPI_Allgather after", round);
+    for (int i = 0; i < n * c; ++i) recv[i] = -77;
+    if (n >= 2 && me == 1) MPI_Recv(&token, 1, MPI_INT, 0, 8, comm, MPI_STATUS_IGNORE);
+    MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
+    if (n >= 2 && me == 0) MPI_Ssend(&token, 1, MPI_INT, 1, 8, comm);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(gathered(recv, c), "round %d: MPI_Iallgather after", round);
+    free(send);
+    free(recv);
+    MPI_Comm_free(&comm);
+  }
+  if (me == 0) printf("first-nonblocking: no deadlock\n");
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const char* name = argc > 1 ? argv[1] : "";
+  if (strcmp(name, "alias") == 0) case_alias();
+  else if (strcmp(name, "start-active") == 0) case_start_active();
+  else if (strcmp(name, "cancel") == 0) case_cancel();
+  else if (strcmp(name, "free-running") == 0) case_free_running();
+  else if (strcmp(name, "type-freed") == 0) case_type(1);
+  else if (strcmp(name, "type-uncommitted") == 0) case_type(0);
+  else if (strcmp(name, "counts") == 0) case_counts();
+  else if (strcmp(name, "truncate") == 0) case_truncate();
+  else if (strcmp(name, "attributes") == 0) case_attributes();
+  else if (strcmp(name, "first-nonblocking") == 0) case_first_nonblocking();
+  else {
+    if (me == 0) fprintf(stderr, "semantics_c: unknown case '%s'\n", name);
+    failures = 1;
+  }
+  int all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) printf("semantics_c %s: %d ranks: %s\n", name, n, all == 0 ? "OK" : "FAILED");
+  MPI_Finalize();
+  return all == 0 ? 0 : 1;
+}
