@@ -81,7 +81,7 @@ CommContext* CommContext::find(MPI_Comm user_comm) {
   void* attr = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, context_keyval, &attr, &found), "MPI_Comm_get_attr");
-  return found ? static_cast<CommContext*>(attr) : nullptr;
+  return found ? static_cast<std::shared_ptr<CommContext>*>(attr)->get() : nullptr;
 }
 
 CommContext::CommContext(MPI_Comm user_comm) {
