@@ -116,6 +116,7 @@ class Execution {
   std::vector<GetCursor> cursors_;  // per get of the round
   bool segment_recvs_ = false;      // the round receives into the segment
   std::vector<const Transfer*> deferred_;  // segment sends waiting for their blocks
+  bool statuses_checked_ = false;  // the round's completed requests were checked
 };
 
 /// Frees a communicator agx made, unless a round was abandoned on it (an Execution
