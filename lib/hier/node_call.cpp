@@ -226,7 +226,8 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
   NodeCallPtr call(new NodeCall);
   call->ctx = ctx.share();
-  if (EndToEnd::needed(Checks::of(a), ctx.rank())) {
+  const Checks whole = Checks::of(a);
+  if (whole.integrity || whole.flip) {  // the same decision on every rank (not needed(rank))
     // AGX_INTEGRITY's end-to-end check (or its test seam) is collective: the call runs
     // whole, here, on the blocking path (docs/nonblocking.md).
     run(ctx, a, buffers, layout);
