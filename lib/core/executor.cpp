@@ -55,15 +55,10 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
 Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout,
                      MPI_Comm comm, int tag, std::size_t max_message_bytes, NodeSegment& node,
                      const Checks& checks)
-    : schedule_(schedule),
-      buffers_(buffers),
-      layout_(layout),
-      comm_(comm),
-      tag_(tag),
-      max_message_bytes_(max_message_bytes),
-      checks_(checks),
-      timeout_(timeout_seconds()),
-      node_(&node) {}
+    : Execution(schedule, buffers, layout, comm, tag, max_message_bytes, checks) {
+  node_ = &node;
+  round_checks_.reset();  // per-round checks do not apply to node schedules (executor.hpp)
+}
 
 Execution::~Execution() { abandon(); }
 
