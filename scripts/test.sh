@@ -53,7 +53,7 @@ logs+=(build-mpich/meson-logs/mpich-pmpi.json)
 # slow for the allocation-heavy unit tests, which run without it) and Open MPI's
 # components still loaded at exit (mca_base_component_disable_dlclose).
 asan_options=(-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -Dwerror=false
-              -Doptimization=1 -Dsoak_seconds=10)
+              -Doptimization=1 -Dsoak_seconds=10 -Dcpp_args=-Wno-maybe-uninitialized)
 if [ -f build-asan/build.ninja ]; then meson setup --reconfigure build-asan "${asan_options[@]}" >/dev/null
 else meson setup build-asan "${asan_options[@]}" >/dev/null; fi
 ninja -C build-asan test/unit/test_unit test/mpi/test_allgather test/soak/soak test/nb/test_nb
@@ -70,14 +70,20 @@ logs+=(build-asan/meson-logs/asan-mpi.json)
 python3 - "${logs[@]}" <<'PY'
 import json, os, sys
 passed = failed = skipped = 0
+failures = []
 for path in sys.argv[1:]:
     if not os.path.exists(path):  # that meson test run did not even start
-        print(f"missing test log {path}"); failed += 1; continue
+        failures.append(f"{path}: missing (that run did not start)"); failed += 1; continue
     for line in open(path):
-        r = json.loads(line)["result"]
+        t = json.loads(line)
+        r = t["result"]
         if r in ("OK", "EXPECTEDFAIL"): passed += 1
         elif r == "SKIP": skipped += 1
-        else: failed += 1
+        else:
+            failed += 1
+            failures.append(f"{path}: {t['name']} {r} after {t.get('duration', 0):.0f} s")
+for f in failures:  # named last, so that a log's tail says what failed
+    print("failed:", f)
 print(f"agx tests: {passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $status
