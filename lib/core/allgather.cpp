@@ -6,6 +6,7 @@
 #include <agx/bytes.hpp>
 #include <agx/error.hpp>
 
+#include "core/allgather.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"
@@ -24,24 +25,29 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   check_config();
   CommContext& ctx = checked_context(comm, buffers, layout);
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, buffers.in_place);
+  run_selected(ctx, a, buffers, layout);
+  return a.id;
+}
+
+void run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                  const Layout& layout) {
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
-  if (cuda::run_if_device(ctx, a, buffers, layout)) return a.id;  // device buffers: lib/cuda
+  if (cuda::run_if_device(ctx, a, buffers, layout)) return;  // device buffers: lib/cuda
   if (is_node_path(a.id)) {  // lib/hier's tuned blocking variants of the node schedules
     hier::run(ctx, a.id, buffers, layout);
-    return a.id;
+    return;
   }
   Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
               config().max_message_bytes, Checks::of(a.id));
   e.start();
   if (!detail::progress_pending()) {
     e.wait();
-    return a.id;
+    return;
   }
   while (!e.test()) {
     detail::progress_all();
     sched_yield();
   }
-  return a.id;
 }
 
 }  // namespace agx

@@ -5,6 +5,8 @@
 #include "core/planner.hpp"
 #include "core/select.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <set>
 
@@ -14,6 +16,26 @@ namespace {
 std::mutex registry_mutex;
 std::set<MPI_Comm> live_comms;  // user communicators that carry a context
 int context_keyval = MPI_KEYVAL_INVALID;
+
+// The last context this thread looked up, reused while no context has been deleted
+// since (a freed communicator's handle may come back for a new one): repeated calls on
+// one communicator skip MPI_Comm_get_attr, a hash lookup inside the MPI library.
+std::atomic<std::uint64_t> deletions{0};
+struct LastLookup {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommContext* ctx = nullptr;
+  std::uint64_t deletions = ~std::uint64_t{0};
+};
+thread_local LastLookup last;
+
+CommContext* remembered(MPI_Comm user_comm) {
+  return last.comm == user_comm && last.deletions == deletions.load(std::memory_order_acquire)
+             ? last.ctx : nullptr;
+}
+
+void remember(MPI_Comm user_comm, CommContext* ctx) {
+  last = {user_comm, ctx, deletions.load(std::memory_order_acquire)};
+}
 
 // Runs first thing in MPI_Finalize (attributes of MPI_COMM_SELF are deleted first):
 // releases the contexts of communicators the user never freed.
@@ -45,6 +67,7 @@ int ensure_keyval() {
 }  // namespace
 
 int delete_context(MPI_Comm user_comm, int, void* attr, void*) {
+  deletions.fetch_add(1, std::memory_order_acq_rel);  // before the context can go
   {
     std::lock_guard lock(registry_mutex);
     live_comms.erase(user_comm);
@@ -55,11 +78,16 @@ int delete_context(MPI_Comm user_comm, int, void* attr, void*) {
 
 CommContext& CommContext::of(MPI_Comm user_comm) {
   if (user_comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
+  if (CommContext* ctx = remembered(user_comm)) return *ctx;
   const int keyval = ensure_keyval();
   void* attr = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, keyval, &attr, &found), "MPI_Comm_get_attr");
-  if (found) return **static_cast<std::shared_ptr<CommContext>*>(attr);
+  if (found) {
+    CommContext* ctx = static_cast<std::shared_ptr<CommContext>*>(attr)->get();
+    remember(user_comm, ctx);
+    return *ctx;
+  }
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
   if (inter) throw Error(MPI_ERR_COMM, "agx: inter-communicators are not supported");
@@ -76,8 +104,11 @@ CommContext& CommContext::of(MPI_Comm user_comm) {
   return ctx;
 }
 
+std::uint64_t CommContext::deletions() { return agx::deletions.load(std::memory_order_acquire); }
+
 CommContext* CommContext::find(MPI_Comm user_comm) {
   if (user_comm == MPI_COMM_NULL || context_keyval == MPI_KEYVAL_INVALID) return nullptr;
+  if (CommContext* ctx = remembered(user_comm)) return ctx;
   void* attr = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, context_keyval, &attr, &found), "MPI_Comm_get_attr");

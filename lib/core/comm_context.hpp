@@ -16,6 +16,7 @@
 
 #include "core/schedule.hpp"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -46,6 +47,9 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   std::shared_ptr<CommContext> share() { return shared_from_this(); }
   /// The context of `user_comm` if it has one; never creates (local, no communication).
   static CommContext* find(MPI_Comm user_comm);
+  /// How many contexts have been deleted so far in this process: a pointer to a context
+  /// found while this read `d` is still valid while it reads `d` (no communicator freed).
+  static std::uint64_t deletions();
 
   /// Whether every collective set-up a nonblocking start may need is done: the
   /// private communicator and the automatic selection state (with the topology).

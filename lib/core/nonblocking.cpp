@@ -41,7 +41,14 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
   constexpr std::size_t limit = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
   bool any_bytes = false;
   std::size_t total = 0;
-  for (int b = 0; b < layout.nranks(); ++b) {
+  if (layout.is_uniform()) {  // one size: the last block's end is the total
+    const std::size_t bytes = layout.bytes(0), n = static_cast<std::size_t>(layout.nranks());
+    if (__builtin_mul_overflow(bytes, n, &total) || total > limit)
+      throw Error(MPI_ERR_COUNT, "agx: " + std::to_string(n) + " blocks of " + std::to_string(bytes) +
+                                     " bytes add up to more bytes than a buffer can hold");
+    any_bytes = total > 0;
+  }
+  for (int b = 0; b < layout.nranks() && !layout.is_uniform(); ++b) {
     const std::size_t bytes = layout.bytes(b);
     any_bytes = any_bytes || bytes > 0;
     std::size_t start = 0, end = 0;  // a uniform layout's offset is bytes * b: checked here

@@ -8,6 +8,7 @@
 
 #include "pmpi/call.hpp"
 #include "pmpi/done_request.hpp"
+#include "pmpi/fast_call.hpp"
 #include "pmpi/pending.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
@@ -36,6 +37,8 @@ int run_nonblocking(const GatherCall& c, MPI_Request* request, bool completed) n
 
 int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, MPI_Comm comm) noexcept {
+  if (int rc = 0; run_repeated(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, rc))
+    return rc;
   if (!agx_serves(comm, "MPI_Allgather"))
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   return run_gather(plain_call("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -77,6 +80,7 @@ int iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 }
 
 int finalize() noexcept {
+  forget_shape();
   finish_requests();
   try {
     print_summary();

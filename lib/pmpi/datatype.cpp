@@ -91,20 +91,6 @@ class ReturnsErrors {
   bool swapped_ = false;
 };
 
-/// The predefined types programs pass most: valid and committed by definition.
-bool is_common_predefined(MPI_Datatype t) {
-  const MPI_Datatype common[] = {
-      MPI_BYTE,         MPI_CHAR,          MPI_SIGNED_CHAR,   MPI_UNSIGNED_CHAR, MPI_SHORT,
-      MPI_UNSIGNED_SHORT, MPI_INT,         MPI_UNSIGNED,      MPI_LONG,          MPI_UNSIGNED_LONG,
-      MPI_LONG_LONG,    MPI_UNSIGNED_LONG_LONG, MPI_FLOAT,    MPI_DOUBLE,        MPI_LONG_DOUBLE,
-      MPI_INT8_T,       MPI_INT16_T,       MPI_INT32_T,       MPI_INT64_T,       MPI_UINT8_T,
-      MPI_UINT16_T,     MPI_UINT32_T,      MPI_UINT64_T,      MPI_C_BOOL,        MPI_PACKED,
-      MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX};
-  for (MPI_Datatype c : common)
-    if (t == c) return true;
-  return false;
-}
-
 constexpr std::int64_t chunk_elements(const TypeInfo& t) {
   return t.size > 0 && t.size < INT_MAX ? INT_MAX / t.size : 1;
 }
@@ -124,6 +110,20 @@ TypeInfo describe_valid(MPI_Datatype type) {
 }
 
 }  // namespace
+
+bool is_common_predefined(MPI_Datatype t) {
+  const MPI_Datatype common[] = {
+      MPI_BYTE,         MPI_CHAR,          MPI_SIGNED_CHAR,   MPI_UNSIGNED_CHAR, MPI_SHORT,
+      MPI_UNSIGNED_SHORT, MPI_INT,         MPI_UNSIGNED,      MPI_LONG,          MPI_UNSIGNED_LONG,
+      MPI_LONG_LONG,    MPI_UNSIGNED_LONG_LONG, MPI_FLOAT,    MPI_DOUBLE,        MPI_LONG_DOUBLE,
+      MPI_INT8_T,       MPI_INT16_T,       MPI_INT32_T,       MPI_INT64_T,       MPI_UINT8_T,
+      MPI_UINT16_T,     MPI_UINT32_T,      MPI_UINT64_T,      MPI_C_BOOL,        MPI_PACKED,
+      MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX};
+  for (MPI_Datatype c : common)
+    if (t == c) return true;
+  return false;
+}
+
 
 TypeInfo describe_type(MPI_Datatype type) {
   if (type == MPI_DATATYPE_NULL) throw Error(MPI_ERR_TYPE, "agx: datatype is MPI_DATATYPE_NULL");

@@ -21,6 +21,11 @@ struct TypeInfo {
   bool simple = false;       ///< built only from named/dup/contiguous/resized, in order
 };
 
+/// True for the predefined types programs pass most (MPI_BYTE, MPI_INT, MPI_DOUBLE, ...):
+/// valid and committed by definition, and a handle that equals one is that type for the
+/// whole job (predefined handles are never freed).
+bool is_common_predefined(MPI_Datatype t);
+
 /// Describes a committed datatype; throws agx::Error(MPI_ERR_TYPE) for MPI_DATATYPE_NULL.
 TypeInfo describe_type(MPI_Datatype type);
 

@@ -22,18 +22,18 @@ int raise_error(MPI_Comm comm, int error_class, const std::string& message);
 /// anything else MPI_ERR_INTERN.
 template <class Body>
 int guarded(MPI_Comm comm, const char* function, Body&& body) noexcept {
+  const auto where = [function] { return std::string(function) + ": "; };  // on errors only
   try {
-    const std::string where = std::string(function) + ": ";
     try {
       return body();
     } catch (const agx::Error& e) {
-      return raise_error(comm, e.error_class(), where + e.what());
+      return raise_error(comm, e.error_class(), where() + e.what());
     } catch (const std::bad_alloc&) {
-      return raise_error(comm, MPI_ERR_NO_MEM, where + "agx: out of memory");
+      return raise_error(comm, MPI_ERR_NO_MEM, where() + "agx: out of memory");
     } catch (const std::exception& e) {
-      return raise_error(comm, MPI_ERR_INTERN, where + e.what());
+      return raise_error(comm, MPI_ERR_INTERN, where() + e.what());
     } catch (...) {
-      return raise_error(comm, MPI_ERR_INTERN, where + "agx: unknown internal error");
+      return raise_error(comm, MPI_ERR_INTERN, where() + "agx: unknown internal error");
     }
   } catch (...) {  // the message itself could not be built
     return MPI_ERR_INTERN;

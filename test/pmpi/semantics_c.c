@@ -24,6 +24,9 @@
  *   first-nonblocking  the first call on a new communicator is MPI_Iallgather: rank 0
  *                  starts it, then MPI_Ssend's to rank 1, which receives before its own
  *                  start (deadlocks when the start waits for the others)
+ *   repeat         many calls of one shape with new buffers, then in place, another type,
+ *                  errors, and a new communicator of another size: right data, right
+ *                  classes (the interposer's repeated-call path)
  * Exit status 0 on success, 1 on a wrong answer; a hang is caught by the runner. */
 
 #include <mpi.h>
@@ -414,6 +417,78 @@ static void case_first_nonblocking(void) {
   if (me == 0) printf("first-nonblocking: no deadlock\n");
 }
 
+/* Repeated calls of one shape (the interposer's repeated-call path, fast_call.cpp):
+ * new buffers every call, in place after out of place, another type with the same
+ * bytes, then errors after the shape has been seen (alias, NULL receive buffer), then
+ * a freed communicator whose handle may come back for one of another size. */
+static void case_repeat(void) {
+  MPI_Comm comm = fresh_comm();
+  const int c = 8;
+  int* recv[2] = {ints((size_t)n * c), ints((size_t)n * c)};
+  int* send[2] = {ints(c), ints(c)};
+  for (int k = 0; k < 40; ++k) {
+    int* s = send[k % 2];
+    int* r = recv[(k / 2) % 2];
+    for (int i = 0; i < n * c; ++i) r[i] = -77;
+    for (int i = 0; i < c; ++i) s[i] = value(me, i) + k;
+    CHECK(MPI_Allgather(s, c, MPI_INT, r, c, MPI_INT, comm) == MPI_SUCCESS, "call %d failed", k);
+    for (int q = 0; q < n; ++q)
+      for (int i = 0; i < c; ++i)
+        CHECK(r[q * c + i] == value(q, i) + k, "call %d: block %d element %d is %d", k, q, i,
+              r[q * c + i]);
+  }
+  /* in place, same counts */
+  for (int k = 0; k < 3; ++k) {
+    for (int i = 0; i < n * c; ++i) recv[0][i] = -77;
+    fill(recv[0] + me * c, c);
+    expect_everywhere("in place after repeats",
+                      MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv[0], c, MPI_INT, comm),
+                      MPI_SUCCESS, comm);
+    CHECK(gathered(recv[0], c), "in place: wrong data");
+  }
+  /* the same bytes as MPI_BYTE */
+  fill(send[0], c);
+  expect_everywhere("bytes after ints",
+                    MPI_Allgather(send[0], c * (int)sizeof(int), MPI_BYTE, recv[1],
+                                  c * (int)sizeof(int), MPI_BYTE, comm),
+                    MPI_SUCCESS, comm);
+  CHECK(gathered(recv[1], c), "bytes: wrong data");
+  fill(send[0], c);
+  expect_everywhere("ints again", MPI_Allgather(send[0], c, MPI_INT, recv[1], c, MPI_INT, comm),
+                    MPI_SUCCESS, comm);
+  /* errors once the shape is known */
+  fill(recv[0], c);
+  expect_everywhere("alias after repeats",
+                    MPI_Allgather(recv[0], c, MPI_INT, recv[0], c, MPI_INT, comm),
+                    MPI_ERR_BUFFER, comm);
+  expect_everywhere("NULL receive buffer after repeats",
+                    MPI_Allgather(send[0], c, MPI_INT, NULL, c, MPI_INT, comm), MPI_ERR_BUFFER,
+                    comm);
+  MPI_Comm_free(&comm);
+  /* a new communicator of another size, perhaps under the freed handle */
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, me % 2, me, &half);
+  MPI_Comm_set_errhandler(half, MPI_ERRORS_RETURN);
+  int hn = 0, hme = 0;
+  MPI_Comm_size(half, &hn);
+  MPI_Comm_rank(half, &hme);
+  for (int k = 0; k < 3; ++k) {
+    for (int i = 0; i < n * c; ++i) recv[0][i] = -77;
+    for (int i = 0; i < c; ++i) send[0][i] = hme * 100 + i;
+    CHECK(MPI_Allgather(send[0], c, MPI_INT, recv[0], c, MPI_INT, half) == MPI_SUCCESS,
+          "half: call failed");
+    for (int q = 0; q < hn; ++q)
+      for (int i = 0; i < c; ++i)
+        CHECK(recv[0][q * c + i] == q * 100 + i, "half: block %d element %d", q, i);
+    CHECK(hn == n || recv[0][hn * c] == -77, "half: wrote past its %d blocks", hn);
+  }
+  MPI_Comm_free(&half);
+  free(recv[0]);
+  free(recv[1]);
+  free(send[0]);
+  free(send[1]);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -429,6 +504,7 @@ int main(int argc, char** argv) {
   else if (strcmp(name, "truncate") == 0) case_truncate();
   else if (strcmp(name, "attributes") == 0) case_attributes();
   else if (strcmp(name, "first-nonblocking") == 0) case_first_nonblocking();
+  else if (strcmp(name, "repeat") == 0) case_repeat();
   else {
     if (me == 0) fprintf(stderr, "semantics_c: unknown case '%s'\n", name);
     failures = 1;

@@ -1,0 +1,16 @@
+#pragma once
+// The blocking call once its algorithm is chosen: what allgather_bytes runs after the
+// checks and the selection, for callers that made both already (the interposer's
+// repeated calls, pmpi/fast_call.cpp).
+
+#include <agx/bytes.hpp>
+
+#include "core/comm_context.hpp"
+
+namespace agx {
+
+/// Runs `a` (a choice of select_algorithm for this call) on checked buffers and layout.
+void run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                  const Layout& layout);
+
+}  // namespace agx
