@@ -49,7 +49,7 @@ Timing:
                      rank starts at one instant of offset-corrected clocks, largest end
                      minus that start; osu: the call then MPI_Barrier, mean over ranks)
   --window-factor F  window method: window = F x the call's estimated time (default 4)
-  --sync-rounds R    window method: ping-pongs per rank for each clock offset (default 20)
+  --sync-rounds R    window method: ping-pongs per rank for each clock offset (default 10)
   --passes P         batches per candidate, method and size (default 5)
   --batch-seconds S  target length of one batch (default 0.02)
   --max-iters I      iterations per batch at most (default 1000)

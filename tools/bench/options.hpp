@@ -37,7 +37,7 @@ struct Settings {
   Dropin dropin = Dropin::automatic;  ///< MPI_Allgather(v) through the interposer ("mpi-agx")
   std::vector<Method> methods{Method::barrier};
   double window_factor = 4;         ///< window method: window = factor x estimated call time
-  int sync_rounds = 20;             ///< window method: ping-pongs per rank for the clock offsets
+  int sync_rounds = 10;             ///< window method: ping-pongs per rank for the clock offsets
   std::vector<bool> in_place{false};
   std::vector<Form> forms{Form::regular};
   int passes = 5;                   ///< interleaved batches per candidate and size
