@@ -154,11 +154,11 @@ def main():
             check(not dropin, "mpi-agx rows present without the interposer")
         elif a.expect_dropin:
             check(dropin, "no mpi-agx rows")
-            for r in dropin:
+            for r in dropin:  # (a row whose window starts were all missed still says who took it)
                 if r["verified"] != "ok":
                     continue
                 if a.expect_dropin == "active":
-                    check(r["ran"] not in ("", "mpi") and r["note"] == "through libagx_pmpi.so",
+                    check(r["ran"] not in ("", "mpi") and r["note"].startswith("through libagx_pmpi.so"),
                           f"mpi-agx at {r['bytes_per_rank']}: ran {r['ran']!r} ({r['note']}), not through agx")
                     check(not algorithms or r["ran"].split(":")[0] in algorithms | {"shared_memory"},
                           f"mpi-agx ran {r['ran']!r}, not an agx algorithm")

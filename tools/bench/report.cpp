@@ -139,7 +139,8 @@ std::vector<Row> make_rows(const Problem& p, int nranks, const std::vector<Candi
       r.window_us = o.window_s * 1e6;
       r.sync_us = o.sync_s * 1e6;
       if (o.status == "ok" && o.invalid > 0 && o.samples.empty())
-        r.note = "every window start was missed by some rank: try a larger --window-factor";
+        r.note += std::string(r.note.empty() ? "" : "; ") +
+                  "every window start was missed by some rank: try a larger --window-factor";
       if (r.timed()) {
         std::vector<double> s = o.samples;
         std::sort(s.begin(), s.end());

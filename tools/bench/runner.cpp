@@ -205,6 +205,7 @@ std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const RunEnv& e
   const bool windowed = std::find(s.methods.begin(), s.methods.end(), Method::window) != s.methods.end();
   std::vector<double> estimate(cands.size(), 0.0);
   std::vector<int> doublings(cands.size(), 0);
+  std::vector<double> leads(cands.size(), 0.0);  // window_batch's lead, kept across passes
   if (windowed)
     for (std::size_t i = 0; i < cands.size(); ++i)
       if (checked[i].status == "ok") estimate[i] = median_of(barrier_batch(comm, 5, timed_call(x, cands[i])));
@@ -233,7 +234,7 @@ std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const RunEnv& e
         } else {  // clocks again before every batch: drift only matters within one
           const ClockSync sync = sync_clocks(comm, s.sync_rounds);
           const double window = s.window_factor * estimate[i] + 4 * sync.uncertainty + 1e-6;
-          WindowTimes w = window_batch(comm, iters, window, sync, env.oversubscribed, timed);
+          WindowTimes w = window_batch(comm, iters, window, sync, env.oversubscribed, timed, leads[i]);
           if (2 * w.invalid > iters && doublings[i] < 3) {
             estimate[i] *= 2;
             ++doublings[i];

@@ -86,20 +86,20 @@ std::vector<double> osu_batch(MPI_Comm comm, int iters, const Call& call) {
 }
 
 WindowTimes window_batch(MPI_Comm comm, int iters, double window, const ClockSync& sync,
-                         bool yield, const Call& call) {
+                         bool yield, const Call& call, double& lead) {
   // Iterations run in chunks, each with a fresh common start: a rank that was held up
   // (descheduled on a busy machine) makes the rest of its chunk late at most, not the
   // rest of the batch. The chunk's first start is `lead` after the last rank entered
-  // the Allreduce that agrees on it; the lead doubles (up to 10 ms) after a chunk whose
-  // first start some rank missed.
+  // the Allreduce that agrees on it.
   constexpr std::size_t chunk = 10;
+  constexpr double max_lead = 10e-3;
   const auto n = static_cast<std::size_t>(iters);
   std::vector<double> t(n), late(n, 0.0);
-  double lead = std::max(20e-6, 2 * window) + 4 * sync.uncertainty;
+  if (lead <= 0) lead = std::max(20e-6, 2 * window) + 4 * sync.uncertainty;
   for (std::size_t from = 0; from < n; from += chunk) {
     double agree[2] = {MPI_Wtime() - sync.offset, from > 0 ? late[from - chunk] : 0.0};
     MPI_Allreduce(MPI_IN_PLACE, agree, 2, MPI_DOUBLE, MPI_MAX, comm);
-    if (agree[1] != 0) lead = std::min(2 * lead, 10e-3);
+    if (agree[1] != 0) lead = std::min(2 * lead, max_lead);
     const double first = agree[0] + lead + sync.offset;  // on this rank's clock
     for (std::size_t i = from; i < std::min(n, from + chunk); ++i) {
       const double start = first + static_cast<double>(i - from) * window;
@@ -111,6 +111,7 @@ WindowTimes window_batch(MPI_Comm comm, int iters, double window, const ClockSyn
   }
   MPI_Allreduce(MPI_IN_PLACE, t.data(), iters, MPI_DOUBLE, MPI_MAX, comm);
   MPI_Allreduce(MPI_IN_PLACE, late.data(), iters, MPI_DOUBLE, MPI_MAX, comm);
+  if (n > 0 && late[(n - 1) / chunk * chunk] != 0) lead = std::min(2 * lead, max_lead);  // for the next batch
   WindowTimes w;
   for (std::size_t i = 0; i < n; ++i) {
     if (late[i] != 0) ++w.invalid;

@@ -46,10 +46,12 @@ struct WindowTimes {
 };
 
 /// Window method with windows of `window` seconds, in chunks of 10 iterations that each
-/// agree on a fresh first start (one held-up rank spoils the rest of its chunk at most).
-/// Waits spin on MPI_Wtime; `yield`: with sched_yield (ranks outnumber cores: a spinning
-/// waiter would take the core a peer needs).
+/// agree on a fresh first start, `lead` seconds ahead (one held-up rank spoils the rest
+/// of its chunk at most). `lead` (0: 2 windows, at least 20 us) doubles, up to 10 ms,
+/// after a chunk whose first start some rank missed, and is kept for the caller's next
+/// batch. Waits spin on MPI_Wtime; `yield`: with sched_yield (ranks outnumber cores: a
+/// spinning waiter would take the core a peer needs).
 WindowTimes window_batch(MPI_Comm comm, int iters, double window, const ClockSync& sync,
-                         bool yield, const Call& call);
+                         bool yield, const Call& call, double& lead);
 
 }  // namespace bench
