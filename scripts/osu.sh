@@ -34,7 +34,7 @@ mpis=openmpi nps="2 3 4" passes=3
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/agx/osu
 results=$root/results
 osu_args=()
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --osu-src) src=$2; shift 2 ;;
@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --cache) cache=$2; shift 2 ;;
     --results) results=$2; shift 2 ;;
     --) shift; osu_args=("$@"); break ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     *) echo "osu.sh: unknown argument '$1'" >&2; usage ;;
   esac
 done

@@ -98,7 +98,7 @@ void name_dropin(const Context& x, const Settings& s, const Interposer& ip, cons
   MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, x.comm);
   if (-range[0] != range[1]) {
     o.status = "error";
-    o.note = "ranks disagree on who took MPI_Allgather (agx's interposer on some, MPI on others)";
+    o.note = "ranks disagree on who took MPI_Allgather (agx's interposer on some and MPI on others)";
   } else if (!ip.loaded()) {
     o.ran = "mpi";
     o.note = "libagx_pmpi.so not loaded: MPI_Allgather is the MPI library's";
