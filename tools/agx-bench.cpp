@@ -3,21 +3,24 @@
 //
 //   mpirun -np 4 agx-bench [--min-bytes 1] [--max-bytes 64M] [--factor 2]
 //                          [--algos auto,ring,...] [--place out|in|both] [--v]
+//                          [--method barrier|window|osu|all] [--dropin auto|on|off|require]
 //                          [--csv FILE] [--json FILE] [--table wide|long|none]
 //   (agx-bench --help lists every option; docs/benchmarks.md explains the output)
 //
 // For each form (regular, or the v form with an imbalance pattern), place (out of
 // place, in place) and size, every candidate — the MPI library (PMPI_Allgather(v), so an
-// interposer never stands in for it), each agx algorithm including auto, and a local
-// memory copy of the bytes each rank must write (the copy bound) — is verified against an
-// analytic pattern, then timed in interleaved batches (tools/bench/runner.hpp). A wrong
-// result is reported as WRONG and never timed. Reported per size: median and spread of
-// the slowest rank's time, algbw and busbw (busbw = algbw (N-1)/N), ratio to the MPI
-// library. The CSV and JSON carry the machine, MPI library, N, ranks per node and agx
-// version.
+// interposer never stands in for it), the drop-in path (MPI_Allgather(v), through agx's
+// interposer when libagx_pmpi.so is preloaded), each agx algorithm including auto, and a
+// local memory copy of the bytes each rank must write (the copy bound) — is verified
+// against an analytic pattern, then timed in interleaved batches under each timing
+// method (tools/bench/runner.hpp, timing.hpp). A wrong result is reported as WRONG and
+// never timed. Reported per size and method: median and spread of the per-call times,
+// algbw and busbw (busbw = algbw (N-1)/N), ratio to the MPI library. The CSV and JSON
+// carry the machine, MPI library, N, ranks per node and agx version.
 //
 // Helpers: tools/bench/options (command line), problem (layouts, buffers, check),
-// runner (calls and timing), report (metadata, table, CSV, JSON, progress line).
+// runner (calls, verification, interleaving), timing (the three methods), dropin (the
+// interposer's counters), report (metadata, table, CSV, JSON, progress line).
 
 #include "bench/options.hpp"
 #include "bench/problem.hpp"
@@ -40,9 +43,23 @@ int run(int argc, char** argv) {
   MPI_Comm_size(comm, &nranks);
   const bench::Settings s = bench::parse(argc, argv, rank);
   const bench::Meta meta = bench::collect_meta(comm, s);
-  const auto cands = bench::make_candidates(s);
-
+  const bench::Interposer ip;
   const bool root = rank == 0;
+  if (s.dropin == bench::Dropin::require) {
+    int loaded = ip.loaded() ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &loaded, 1, MPI_INT, MPI_LAND, comm);
+    if (!loaded) {
+      if (root)
+        std::fprintf(stderr, "agx-bench: --dropin require: libagx_pmpi.so is not loaded on every rank "
+                             "(preload it: mpirun -x LD_PRELOAD=/path/to/libagx_pmpi.so ...)\n");
+      MPI_Comm_free(&comm);
+      return 2;
+    }
+  }
+  const auto cands = bench::make_candidates(s, ip);
+  // Ranks outnumber cores: the window method's waits yield (timing.hpp).
+  const bench::RunEnv env{ip, meta.cores > 0 && meta.ranks_per_node_max > meta.cores};
+
   const bench::Table table(root ? s.table : "none", cands);
   std::unique_ptr<bench::CsvFile> csv;
   int open_ok = 1;
@@ -55,7 +72,7 @@ int run(int argc, char** argv) {
   }
   MPI_Bcast(&open_ok, 1, MPI_INT, 0, comm);
   if (!open_ok) return 1;
-  table.meta(meta);
+  table.meta(meta, s, ip.loaded());
 
   const std::size_t points = s.forms.size() * s.in_place.size() * s.sizes.size();
   std::FILE* progress_to = nullptr;
@@ -69,8 +86,10 @@ int run(int argc, char** argv) {
       table.section(form, in_place);
       for (const std::size_t bytes : s.sizes) {
         const bench::Problem p(form, in_place, bytes, nranks);
-        const auto outs = bench::run_point(comm, s, p, cands, [&](std::size_t c, int pass) {
-          progress.show(point, p, cands[c].name, pass, s.passes);
+        const auto outs = bench::run_point(comm, s, env, p, cands, [&](std::size_t c, bench::Method m, int pass) {
+          std::string label = cands[c].name;
+          if (s.methods.size() > 1) label.append("/").append(bench::method_name(m));
+          progress.show(point, p, label, pass, s.passes);
         });
         ++point;
         if (!root) continue;

@@ -2,14 +2,21 @@
 """Runs agx-bench under mpirun (no Slurm) and checks what it writes.
 
     bench-test.py --mpirun MPIRUN [--mpirun-arg ARG]... --np N --bench AGX_BENCH
-                  [--expect-rc RC] [--expect-wrong NAME] [--plot AGX_PLOT] -- BENCH_ARGS...
+                  [--kind openmpi|mpich] [--preload LIB] [--env K=V]...
+                  [--expect-rc RC] [--expect-wrong NAME] [--expect-methods M,M]
+                  [--expect-dropin active|inactive|absent] [--plot AGX_PLOT] -- BENCH_ARGS...
 
 Checks: exit status; CSV metadata ('# key: value': agx version, host, CPU, cores, MPI
 library, N, nodes, ranks per node) and columns; every row verified ok (or, for
 --expect-wrong NAME, exactly NAME's rows WRONG and never timed); every asked form and
-place present; the MPI library's ratio is 1; busbw = algbw (N-1)/N; algbw = total
-bytes / median; JSON has the same rows and metadata; the table names every candidate.
-With --plot, agx-plot turns the CSV into PNGs (exit 77, SKIP, without matplotlib).
+place present; per timing method, the MPI library's ratio is 1; busbw = algbw (N-1)/N;
+algbw = total bytes / median; min <= mean <= max; window columns only on window rows;
+every --expect-methods method present for every candidate; the drop-in candidate
+(mpi-agx) went through agx's interposer (active: `ran` is an agx algorithm), through the
+MPI library (inactive) or is absent; JSON has the same rows and metadata; the table
+names every candidate. --preload LIB and --env K=V reach the ranks only (-x for Open
+MPI, -genv for MPICH). With --plot, agx-plot turns the CSV into PNGs (exit 77, SKIP,
+without matplotlib).
 """
 
 import argparse
@@ -20,9 +27,9 @@ import subprocess
 import sys
 import tempfile
 
-COLUMNS = ("ranks,nodes,ranks_per_node,memory,form,in_place,bytes_per_rank,total_bytes,candidate,ran,"
-           "iters,samples,median_us,p10_us,p90_us,min_us,max_us,algbw_GBps,busbw_GBps,ratio_to_mpi,"
-           "verified,note").split(",")
+COLUMNS = ("ranks,nodes,ranks_per_node,memory,form,in_place,bytes_per_rank,total_bytes,method,candidate,"
+           "ran,iters,samples,invalid,median_us,mean_us,p10_us,p90_us,min_us,max_us,algbw_GBps,busbw_GBps,"
+           "ratio_to_mpi,window_us,sync_us,verified,note").split(",")
 META = ("agx_version", "date_utc", "hostname", "cpu_model", "cores", "mpi_library", "mpi_standard",
         "ranks", "nodes", "ranks_per_node_min", "ranks_per_node_max", "memory", "command")
 
@@ -54,8 +61,13 @@ def main():
     ap.add_argument("--mpirun-arg", action="append", default=[])
     ap.add_argument("--np", type=int, required=True)
     ap.add_argument("--bench", required=True)
+    ap.add_argument("--kind", choices=["openmpi", "mpich"], default="openmpi")
+    ap.add_argument("--preload")
+    ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--expect-rc", type=int, default=0)
     ap.add_argument("--expect-wrong")
+    ap.add_argument("--expect-methods")
+    ap.add_argument("--expect-dropin", choices=["active", "inactive", "absent"])
     ap.add_argument("--expect-message", help="with --expect-rc 2: text the message must contain")
     ap.add_argument("--plot")
     ap.add_argument("bench_args", nargs=argparse.REMAINDER)
@@ -64,7 +76,12 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="agx-bench-test.") as tmp:
         csv_path, json_path = os.path.join(tmp, "b.csv"), os.path.join(tmp, "b.json")
-        cmd = ([a.mpirun] + a.mpirun_arg + ["-np", str(a.np), a.bench, "--csv", csv_path,
+        env = ([f"LD_PRELOAD={a.preload}"] if a.preload else []) + a.env
+        launch_env = []
+        for kv in env:
+            k, _, v = kv.partition("=")
+            launch_env += ["-x", f"{k}={v}"] if a.kind == "openmpi" else ["-genv", k, v]
+        cmd = ([a.mpirun] + a.mpirun_arg + ["-np", str(a.np)] + launch_env + [a.bench, "--csv", csv_path,
                "--json", json_path, "--no-progress"] + bench_args)
         print("$", " ".join(cmd), flush=True)
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=500)
@@ -81,6 +98,8 @@ def main():
             print("agx-bench: usage error reported as expected")
             return
         check(p.returncode == a.expect_rc, f"exit status {p.returncode}, expected {a.expect_rc}")
+        at = [i for i, x in enumerate(bench_args) if x == "--passes"]  # the last one wins
+        passes = int(bench_args[at[-1] + 1]) if at else 5
 
         meta, fields, rows = read_csv(csv_path)
         check(fields == COLUMNS, f"CSV columns {fields}")
@@ -90,8 +109,14 @@ def main():
         check(meta.get("agx_version") not in (None, "", "unknown"), "agx version not recorded")
         check(rows, "no CSV rows")
         n = a.np
+        algorithms = set()  # agx's algorithm names, as auto's `ran` shows them
         for r in rows:
-            tag = f"{r['form']}/{r['in_place']}/{r['bytes_per_rank']}/{r['candidate']}"
+            tag = f"{r['form']}/{r['in_place']}/{r['bytes_per_rank']}/{r['method']}/{r['candidate']}"
+            check(r["invalid"].isdigit(), f"{tag}: invalid {r['invalid']!r} is not a count")
+            if r["method"] == "window" and r["verified"] == "ok":
+                check(float(r["window_us"]) > 0 and float(r["sync_us"]) >= 0, f"{tag}: window/sync columns")
+            else:
+                check(r["window_us"] == "" and r["sync_us"] == "", f"{tag}: window columns on a {r['method']} row")
             if a.expect_wrong and r["candidate"] == a.expect_wrong:
                 check(r["verified"] == "WRONG", f"{tag}: verified {r['verified']}, expected WRONG")
                 check(r["median_us"] == "" and r["busbw_GBps"] == "", f"{tag}: a WRONG row has times")
@@ -99,19 +124,57 @@ def main():
             check(r["verified"] == "ok", f"{tag}: verified {r['verified']} {r['note']}")
             if r["verified"] != "ok":
                 continue
+            if r["samples"] == "0":  # window method: every start missed (reported, not timed)
+                check(int(r["invalid"]) > 0 and r["median_us"] == "", f"{tag}: no samples, yet times")
+                continue
             check(int(r["ranks"]) == n and int(r["total_bytes"]) == n * int(r["bytes_per_rank"]),
                   f"{tag}: ranks/total_bytes")
             med, alg, bus = float(r["median_us"]), float(r["algbw_GBps"]), float(r["busbw_GBps"])
             check(float(r["min_us"]) <= med <= float(r["max_us"]), f"{tag}: min <= median <= max")
             check(float(r["p10_us"]) <= med <= float(r["p90_us"]), f"{tag}: p10 <= median <= p90")
+            check(float(r["min_us"]) <= float(r["mean_us"]) <= float(r["max_us"]), f"{tag}: min <= mean <= max")
+            check(int(r["samples"]) + int(r["invalid"]) == int(r["iters"]) * passes,
+                  f"{tag}: samples {r['samples']} + invalid {r['invalid']} != iters {r['iters']} x {passes} passes")
             if med > 0:
-                want = int(r["total_bytes"]) / (med * 1e-6) / 1e9
-                check(abs(alg - want) <= 1e-4 + 1e-3 * want, f"{tag}: algbw {alg} != {want}")
+                # median_us is printed to 1 ns (0.0005 us of rounding); an osu sample is a
+                # mean over ranks, so its median need not be a whole number of ns.
+                total = int(r["total_bytes"]) / 1e3
+                lo, hi = total / (med + 0.0005), total / max(med - 0.0005, 1e-9)
+                check(lo * (1 - 1e-3) - 1e-4 <= alg <= hi * (1 + 1e-3) + 1e-4,
+                      f"{tag}: algbw {alg} != total / median {total / med}")
             check(abs(bus - alg * (n - 1) / n) <= 1e-4 + 1e-3 * alg, f"{tag}: busbw {bus} != algbw (N-1)/N")
             if r["candidate"] == "mpi":
                 check(r["ratio_to_mpi"] == "1.0000", f"{tag}: mpi ratio {r['ratio_to_mpi']}")
             if r["candidate"] == "auto":
                 check(r["ran"] not in ("", "auto"), f"{tag}: auto did not say what ran")
+            if r["candidate"] not in ("mpi", "mpi-agx", "copy-bound"):
+                algorithms.add(r["ran"].split(":")[0])
+        dropin = [r for r in rows if r["candidate"] == "mpi-agx"]
+        if a.expect_dropin == "absent":
+            check(not dropin, "mpi-agx rows present without the interposer")
+        elif a.expect_dropin:
+            check(dropin, "no mpi-agx rows")
+            for r in dropin:  # (a row whose window starts were all missed still says who took it)
+                if r["verified"] != "ok":
+                    continue
+                if a.expect_dropin == "active":
+                    check(r["ran"] not in ("", "mpi") and r["note"].startswith("through libagx_pmpi.so"),
+                          f"mpi-agx at {r['bytes_per_rank']}: ran {r['ran']!r} ({r['note']}), not through agx")
+                    check(not algorithms or r["ran"].split(":")[0] in algorithms | {"shared_memory"},
+                          f"mpi-agx ran {r['ran']!r}, not an agx algorithm")
+                else:
+                    check(r["ran"] == "mpi" and "not loaded" in r["note"],
+                          f"mpi-agx at {r['bytes_per_rank']}: ran {r['ran']!r} ({r['note']}) without the interposer")
+        if a.expect_methods:
+            want = set(a.expect_methods.split(","))
+            for cand in {r["candidate"] for r in rows}:
+                got = {r["method"] for r in rows if r["candidate"] == cand}
+                check(got == want, f"{cand}: methods {sorted(got)}, expected {sorted(want)}")
+        for m in {r["method"] for r in rows}:
+            for key in {(r["form"], r["in_place"], r["bytes_per_rank"]) for r in rows}:
+                n_mpi = [r for r in rows if r["method"] == m and r["candidate"] == "mpi"
+                         and (r["form"], r["in_place"], r["bytes_per_rank"]) == key]
+                check(len(n_mpi) <= 1, f"{m} {key}: {len(n_mpi)} mpi rows")
         if "--forms" in bench_args:
             forms = bench_args[bench_args.index("--forms") + 1]
             want = {"regular", "one_large", "many_zero", "ramp"} if forms == "all" else set(forms.split(","))

@@ -31,6 +31,11 @@ Candidates (interleaved, batch by batch):
                      algorithm table, auto included) or 'none'
   --no-mpi           leave out the MPI library's own MPI_Allgather(v)
   --no-copy-bound    leave out the memory-copy bound
+  --dropin auto|on|off|require
+                     'mpi-agx': MPI_Allgather(v) through the normal MPI symbol, which
+                     goes through agx's interposer when libagx_pmpi.so is preloaded
+                     (auto, the default: only then; on: always, saying whether the
+                     interposer took the calls; require: exit status 2 without it)
 Call forms:
   --place out|in|both   out of place (default), in place, or both
   --in-place            same as --place in
@@ -39,7 +44,13 @@ Call forms:
   --memory host      where buffers live: host only (device buffers: agx-gpu-bench,
                      built with CUDA, docs/gpu.md)
 Timing:
-  --passes P         batches per candidate and size (default 5)
+  --method M,M,...   barrier (default), window, osu, or 'all': how each call is timed
+                     (barrier: MPI_Barrier then the call, slowest rank; window: every
+                     rank starts at one instant of offset-corrected clocks, largest end
+                     minus that start; osu: the call then MPI_Barrier, mean over ranks)
+  --window-factor F  window method: window = F x the call's estimated time (default 4)
+  --sync-rounds R    window method: ping-pongs per rank for each clock offset (default 10)
+  --passes P         batches per candidate, method and size (default 5)
   --batch-seconds S  target length of one batch (default 0.02)
   --max-iters I      iterations per batch at most (default 1000)
 Output:
@@ -94,7 +105,22 @@ Form parse_form(std::string name) {
   bad_value("--forms", "unknown form '" + given + "' (regular, one_large, many_zero, ramp, all)");
 }
 
+Method parse_method(const std::string& name) {
+  for (Method m : {Method::barrier, Method::window, Method::osu})
+    if (method_name(m) == name) return m;
+  bad_value("--method", "unknown method '" + name + "' (barrier, window, osu, all)");
+}
+
 }  // namespace
+
+std::string_view method_name(Method m) {
+  switch (m) {
+    case Method::barrier: return "barrier";
+    case Method::window: return "window";
+    case Method::osu: return "osu";
+  }
+  return "unknown";
+}
 
 std::string_view form_name(Form f) {
   switch (f) {
@@ -147,6 +173,30 @@ Settings parse(int argc, char** argv, int rank) {
   });
   flag("--no-mpi", [&] { s.mpi = false; });
   flag("--no-copy-bound", [&] { s.copy_bound = false; });
+  value("--dropin", [&](Text v) {
+    if (v == "auto") s.dropin = Dropin::automatic;
+    else if (v == "on") s.dropin = Dropin::on;
+    else if (v == "off") s.dropin = Dropin::off;
+    else if (v == "require") s.dropin = Dropin::require;
+    else bad_value("--dropin", "takes auto, on, off or require, not '" + v + "'");
+  });
+  value("--method", [&](Text v) {
+    s.methods.clear();
+    if (v == "all") s.methods = {Method::barrier, Method::window, Method::osu};
+    else for (const auto& t : split(v)) s.methods.push_back(parse_method(t));
+    std::sort(s.methods.begin(), s.methods.end());
+    s.methods.erase(std::unique(s.methods.begin(), s.methods.end()), s.methods.end());
+    if (s.methods.empty()) bad_value("--method", "needs at least one method");
+  });
+  value("--window-factor", [&](Text v) {
+    s.window_factor = number<double>("--window-factor", v);
+    if (!(s.window_factor >= 1) || !std::isfinite(s.window_factor))
+      bad_value("--window-factor", "must be a number >= 1, not '" + v + "'");
+  });
+  value("--sync-rounds", [&](Text v) {
+    s.sync_rounds = number<int>("--sync-rounds", v);
+    if (s.sync_rounds < 1) bad_value("--sync-rounds", "must be at least 1, not '" + v + "'");
+  });
   flag("--in-place", [&] { s.in_place = {true}; });
   value("--place", [&](Text v) {
     if (v == "out") s.in_place = {false};

@@ -16,11 +16,28 @@ enum class Form { regular, one_large, many_zero, ramp };
 
 std::string_view form_name(Form f);
 
+/// How one timed call is measured (docs/benchmarks.md, "Timing methods").
+///   barrier  MPI_Barrier; t0; call; t1 — the slowest rank's t1 - t0
+///   window   every rank starts at the same instant of clocks corrected against rank 0
+///            (ReproMPI) — the largest end minus that common start; missed starts invalid
+///   osu      t0; call; t1; MPI_Barrier — t1 - t0 averaged over the ranks (OSU's "Avg Latency")
+enum class Method { barrier, window, osu };
+
+std::string_view method_name(Method m);
+
+/// The drop-in candidate (MPI_Allgather through the normal symbol, i.e. through
+/// libagx_pmpi.so when it is preloaded): auto = present when the interposer is loaded.
+enum class Dropin { automatic, on, off, require };
+
 struct Settings {
   std::vector<std::size_t> sizes;   ///< per-rank bytes of the sweep, ascending
   std::vector<std::string> algos;   ///< agx algorithms ("bruck:k=4"); auto + agx::algorithm_variants() by default
   bool mpi = true;                  ///< the MPI library's own MPI_Allgather(v)
   bool copy_bound = true;           ///< memcpy of the bytes each rank must write
+  Dropin dropin = Dropin::automatic;  ///< MPI_Allgather(v) through the interposer ("mpi-agx")
+  std::vector<Method> methods{Method::barrier};
+  double window_factor = 4;         ///< window method: window = factor x estimated call time
+  int sync_rounds = 10;             ///< window method: ping-pongs per rank for the clock offsets
   std::vector<bool> in_place{false};
   std::vector<Form> forms{Form::regular};
   int passes = 5;                   ///< interleaved batches per candidate and size

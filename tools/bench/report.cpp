@@ -118,43 +118,56 @@ Meta collect_meta(MPI_Comm comm, const Settings& s) {
 std::vector<Row> make_rows(const Problem& p, int nranks, const std::vector<Candidate>& cands,
                            const std::vector<Outcome>& outs) {
   std::vector<Row> rows;
-  double mpi_us = 0;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    const Outcome& o = outs[i];
-    Row r;
-    r.form = p.form;
-    r.in_place = p.in_place;
-    r.bytes_per_rank = p.bytes_per_rank;
-    r.total_bytes = p.total_bytes;
-    r.candidate = cands[i].name;
-    r.ran = o.ran.empty() ? cands[i].name : o.ran;
-    r.status = o.status;
-    r.note = o.note;
-    r.iters = o.iters;
-    r.samples = o.samples.size();
-    if (o.status == "ok" && !o.samples.empty()) {
-      std::vector<double> s = o.samples;
-      std::sort(s.begin(), s.end());
-      r.median_us = quantile(s, 0.5) * 1e6;
-      r.p10_us = quantile(s, 0.1) * 1e6;
-      r.p90_us = quantile(s, 0.9) * 1e6;
-      r.min_us = s.front() * 1e6;
-      r.max_us = s.back() * 1e6;
-      // NCCL's definitions for all-gather: algbw = total bytes / time, busbw = algbw (N-1)/N.
-      if (r.median_us > 0) {
-        r.algbw_GBps = static_cast<double>(p.total_bytes) / (r.median_us * 1e-6) / 1e9;
-        r.busbw_GBps = r.algbw_GBps * (nranks - 1) / nranks;
+  for (std::size_t first = 0; first < outs.size(); first += cands.size()) {  // one method
+    double mpi_us = 0;
+    const std::size_t from = rows.size();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      const Outcome& o = outs[first + i];
+      Row r;
+      r.form = p.form;
+      r.in_place = p.in_place;
+      r.bytes_per_rank = p.bytes_per_rank;
+      r.total_bytes = p.total_bytes;
+      r.method = o.method;
+      r.candidate = cands[i].name;
+      r.ran = o.ran.empty() ? cands[i].name : o.ran;
+      r.status = o.status;
+      r.note = o.note;
+      r.iters = o.iters;
+      r.invalid = o.invalid;
+      r.samples = o.samples.size();
+      r.window_us = o.window_s * 1e6;
+      r.sync_us = o.sync_s * 1e6;
+      if (o.status == "ok" && o.invalid > 0 && o.samples.empty())
+        r.note += std::string(r.note.empty() ? "" : "; ") +
+                  "every window start was missed by some rank: try a larger --window-factor";
+      if (r.timed()) {
+        std::vector<double> s = o.samples;
+        std::sort(s.begin(), s.end());
+        r.median_us = quantile(s, 0.5) * 1e6;
+        double sum = 0;
+        for (double v : s) sum += v;
+        r.mean_us = sum / static_cast<double>(s.size()) * 1e6;
+        r.p10_us = quantile(s, 0.1) * 1e6;
+        r.p90_us = quantile(s, 0.9) * 1e6;
+        r.min_us = s.front() * 1e6;
+        r.max_us = s.back() * 1e6;
+        // NCCL's definitions for all-gather: algbw = total bytes / time, busbw = algbw (N-1)/N.
+        if (r.median_us > 0) {
+          r.algbw_GBps = static_cast<double>(p.total_bytes) / (r.median_us * 1e-6) / 1e9;
+          r.busbw_GBps = r.algbw_GBps * (nranks - 1) / nranks;
+        }
+        if (cands[i].kind == Kind::mpi) mpi_us = r.median_us;
       }
-      if (cands[i].kind == Kind::mpi) mpi_us = r.median_us;
+      rows.push_back(r);
     }
-    rows.push_back(r);
+    for (std::size_t k = from; k < rows.size(); ++k)
+      if (mpi_us > 0 && rows[k].median_us > 0) rows[k].ratio_to_mpi = rows[k].median_us / mpi_us;
   }
-  for (auto& r : rows)
-    if (mpi_us > 0 && r.median_us > 0) r.ratio_to_mpi = r.median_us / mpi_us;
   return rows;
 }
 
-void Table::meta(const Meta& m) const {
+void Table::meta(const Meta& m, const Settings& s, bool interposer_loaded) const {
   if (style_ == "none") return;
   std::printf("# agx-bench %s  %s\n", m.agx_version.c_str(), m.date_utc.c_str());
   std::printf("# host %s: %s, %d cores\n", m.hostname.c_str(), m.cpu_model.c_str(), m.cores);
@@ -163,7 +176,15 @@ void Table::meta(const Meta& m) const {
   std::printf("# MPI: %s (standard %s)\n", lib.c_str(), m.mpi_standard.c_str());
   std::printf("# N = %d ranks on %d node(s), %d-%d ranks per node, %s memory\n", m.ranks, m.nodes,
               m.ranks_per_node_min, m.ranks_per_node_max, m.memory.c_str());
-  std::printf("# times: median us of the slowest rank; (x): ratio to the MPI library, below 1 = faster\n");
+  std::string methods;
+  for (const Method x : s.methods) methods += (methods.empty() ? "" : ", ") + std::string(method_name(x));
+  std::printf("# timing: %s (docs/benchmarks.md); median us; (x): ratio to the MPI library, below 1 = faster\n",
+              methods.c_str());
+  for (const auto& c : cands_)
+    if (c.kind == Kind::dropin)
+      std::printf("# mpi-agx: MPI_Allgather(v) by its normal symbol: %s\n",
+                  interposer_loaded ? "libagx_pmpi.so is loaded (agx's interposer)"
+                                    : "libagx_pmpi.so NOT loaded, so the MPI library's own");
 }
 
 void Table::section(Form f, bool in_place) const {
@@ -171,12 +192,13 @@ void Table::section(Form f, bool in_place) const {
   std::printf("\n## %s, %s%s\n", std::string(form_name(f)).c_str(), place_name(in_place),
               f == Form::regular ? "" : " (v form)");
   if (style_ == "wide") {
-    std::printf("%12s", "bytes/rank");
+    std::printf("%12s %-7s", "bytes/rank", "method");
     for (const auto& c : cands_) std::printf(" %18s", c.name.c_str());
     std::printf("\n");
   } else {
-    std::printf("%12s %-20s %-20s %11s %23s %10s %10s %7s  %s\n", "bytes/rank", "candidate", "ran",
-                "median_us", "p10..p90 us", "algbw GB/s", "busbw GB/s", "vs mpi", "check");
+    std::printf("%12s %-7s %-20s %-20s %11s %23s %10s %10s %7s  %s\n", "bytes/rank", "method",
+                "candidate", "ran", "median_us", "p10..p90 us", "algbw GB/s", "busbw GB/s", "vs mpi",
+                "check");
   }
   std::fflush(stdout);
 }
@@ -184,23 +206,30 @@ void Table::section(Form f, bool in_place) const {
 void Table::point(const std::vector<Row>& rows) const {
   if (style_ == "none" || rows.empty()) return;
   if (style_ == "wide") {
-    std::printf("%12zu", rows[0].bytes_per_rank);
-    for (const auto& r : rows) {
-      std::string cell;
-      if (r.status != "ok") cell = r.status;
-      else if (r.candidate == "mpi" || r.ratio_to_mpi == 0) cell = fmt(r.median_us, "%.2f");
-      else cell = fmt(r.median_us, "%.2f") + " (" + fmt(r.ratio_to_mpi, "%.2f") + "x)";
-      std::printf(" %18s", cell.c_str());
+    for (std::size_t first = 0; first < rows.size(); first += cands_.size()) {  // one method
+      std::printf("%12zu %-7s", rows[first].bytes_per_rank,
+                  std::string(method_name(rows[first].method)).c_str());
+      for (std::size_t k = first; k < first + cands_.size() && k < rows.size(); ++k) {
+        const Row& r = rows[k];
+        std::string cell;
+        if (r.status != "ok") cell = r.status;
+        else if (!r.timed()) cell = "invalid";
+        else if (r.candidate == "mpi" || r.ratio_to_mpi == 0) cell = fmt(r.median_us, "%.2f");
+        else cell = fmt(r.median_us, "%.2f") + " (" + fmt(r.ratio_to_mpi, "%.2f") + "x)";
+        std::printf(" %18s", cell.c_str());
+      }
+      std::printf("\n");
     }
-    std::printf("\n");
   } else {
     for (const auto& r : rows) {
-      const std::string spread = r.status == "ok" ? fmt(r.p10_us, "%.2f") + ".." + fmt(r.p90_us, "%.2f") : "-";
+      const std::string spread = r.timed() ? fmt(r.p10_us, "%.2f") + ".." + fmt(r.p90_us, "%.2f") : "-";
       const std::string ratio = r.ratio_to_mpi > 0 ? fmt(r.ratio_to_mpi, "%.2f") : "-";
-      std::printf("%12zu %-20s %-20s %11.2f %23s %10.3f %10.3f %7s  %s%s%s\n", r.bytes_per_rank,
-                  r.candidate.c_str(), r.ran.c_str(), r.median_us, spread.c_str(), r.algbw_GBps,
-                  r.busbw_GBps, ratio.c_str(), r.status.c_str(), r.note.empty() ? "" : ": ",
-                  r.note.c_str());
+      std::string check = r.status;
+      if (r.invalid > 0) check += " (" + std::to_string(r.invalid) + " invalid)";
+      std::printf("%12zu %-7s %-20s %-20s %11.2f %23s %10.3f %10.3f %7s  %s%s%s\n", r.bytes_per_rank,
+                  std::string(method_name(r.method)).c_str(), r.candidate.c_str(), r.ran.c_str(),
+                  r.median_us, spread.c_str(), r.algbw_GBps, r.busbw_GBps, ratio.c_str(),
+                  check.c_str(), r.note.empty() ? "" : ": ", r.note.c_str());
     }
   }
   std::fflush(stdout);
@@ -217,8 +246,8 @@ CsvFile::CsvFile(const std::string& path, const Meta& m) : f_(std::fopen(path.c_
       {"command", m.command_line}};
   for (const auto& [k, v] : kv) std::fprintf(f_, "# %s: %s\n", k, v.c_str());
   std::fprintf(f_, "ranks,nodes,ranks_per_node,memory,form,in_place,bytes_per_rank,total_bytes,"
-                   "candidate,ran,iters,samples,median_us,p10_us,p90_us,min_us,max_us,"
-                   "algbw_GBps,busbw_GBps,ratio_to_mpi,verified,note\n");
+                   "method,candidate,ran,iters,samples,invalid,median_us,mean_us,p10_us,p90_us,"
+                   "min_us,max_us,algbw_GBps,busbw_GBps,ratio_to_mpi,window_us,sync_us,verified,note\n");
 }
 
 CsvFile::~CsvFile() {
@@ -228,16 +257,19 @@ CsvFile::~CsvFile() {
 void CsvFile::rows(const Meta& m, const std::vector<Row>& rows) {
   if (!f_) return;
   for (const auto& r : rows) {
-    const bool t = r.status == "ok";
-    std::fprintf(f_, "%d,%d,%d,%s,%s,%d,%zu,%zu,%s,%s,%d,%zu,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+    const bool t = r.timed();
+    auto num = [t](double v, const char* f = "%.3f") { return t ? fmt(v, f) : std::string(); };
+    const bool w = r.method == Method::window && r.window_us > 0;
+    std::fprintf(f_, "%d,%d,%d,%s,%s,%d,%zu,%zu,%s,%s,%s,%d,%zu,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
                  m.ranks, m.nodes, m.ranks_per_node_max, m.memory.c_str(),
                  std::string(form_name(r.form)).c_str(), r.in_place ? 1 : 0, r.bytes_per_rank,
-                 r.total_bytes, r.candidate.c_str(), r.ran.c_str(), r.iters, r.samples,
-                 t ? fmt(r.median_us).c_str() : "", t ? fmt(r.p10_us).c_str() : "",
-                 t ? fmt(r.p90_us).c_str() : "", t ? fmt(r.min_us).c_str() : "",
-                 t ? fmt(r.max_us).c_str() : "", t ? fmt(r.algbw_GBps, "%.5f").c_str() : "",
-                 t ? fmt(r.busbw_GBps, "%.5f").c_str() : "",
-                 r.ratio_to_mpi > 0 ? fmt(r.ratio_to_mpi, "%.4f").c_str() : "", r.status.c_str(),
+                 r.total_bytes, std::string(method_name(r.method)).c_str(), r.candidate.c_str(),
+                 csv_field(r.ran).c_str(), r.iters, r.samples, r.invalid, num(r.median_us).c_str(),
+                 num(r.mean_us).c_str(), num(r.p10_us).c_str(), num(r.p90_us).c_str(),
+                 num(r.min_us).c_str(), num(r.max_us).c_str(), num(r.algbw_GBps, "%.5f").c_str(),
+                 num(r.busbw_GBps, "%.5f").c_str(),
+                 r.ratio_to_mpi > 0 ? fmt(r.ratio_to_mpi, "%.4f").c_str() : "",
+                 w ? fmt(r.window_us).c_str() : "", w ? fmt(r.sync_us).c_str() : "", r.status.c_str(),
                  csv_field(r.note).c_str());
   }
   std::fflush(f_);
@@ -255,17 +287,22 @@ bool write_json(const std::string& path, const Meta& m, const std::vector<Row>& 
     << ", \"command\": " << json_string(m.command_line) << "},\n  \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    const bool t = r.status == "ok";
+    const bool t = r.timed(), w = r.method == Method::window && r.window_us > 0;
     auto num = [&](double v) { return t ? fmt(v, "%.6g") : std::string("null"); };
     o << (i ? ",\n    " : "\n    ") << "{\"form\": " << json_string(std::string(form_name(r.form)))
       << ", \"in_place\": " << (r.in_place ? "true" : "false") << ", \"bytes_per_rank\": " << r.bytes_per_rank
-      << ", \"total_bytes\": " << r.total_bytes << ", \"candidate\": " << json_string(r.candidate)
+      << ", \"total_bytes\": " << r.total_bytes
+      << ", \"method\": " << json_string(std::string(method_name(r.method)))
+      << ", \"candidate\": " << json_string(r.candidate)
       << ", \"ran\": " << json_string(r.ran) << ", \"iters\": " << r.iters << ", \"samples\": " << r.samples
-      << ", \"median_us\": " << num(r.median_us) << ", \"p10_us\": " << num(r.p10_us)
+      << ", \"invalid\": " << r.invalid << ", \"median_us\": " << num(r.median_us)
+      << ", \"mean_us\": " << num(r.mean_us) << ", \"p10_us\": " << num(r.p10_us)
       << ", \"p90_us\": " << num(r.p90_us) << ", \"min_us\": " << num(r.min_us)
       << ", \"max_us\": " << num(r.max_us) << ", \"algbw_GBps\": " << num(r.algbw_GBps)
       << ", \"busbw_GBps\": " << num(r.busbw_GBps) << ", \"ratio_to_mpi\": "
       << (r.ratio_to_mpi > 0 ? fmt(r.ratio_to_mpi, "%.6g") : std::string("null"))
+      << ", \"window_us\": " << (w ? fmt(r.window_us, "%.6g") : std::string("null"))
+      << ", \"sync_us\": " << (w ? fmt(r.sync_us, "%.6g") : std::string("null"))
       << ", \"verified\": " << json_string(r.status) << ", \"note\": " << json_string(r.note) << "}";
   }
   o << "\n  ]\n}\n";
@@ -275,7 +312,7 @@ bool write_json(const std::string& path, const Meta& m, const std::vector<Row>& 
 }
 
 void Progress::show(std::size_t point, const Problem& p, const std::string& candidate, int pass,
-                    int passes) {
+                    int passes) {  // candidate: "name" or "name/method"
   if (!out_) return;
   if (start_ < 0) start_ = MPI_Wtime();
   std::fprintf(out_, "\r\033[K[%zu/%zu] %s %s %s  %s pass %d/%d  %.0f s", point + 1, total_,

@@ -29,14 +29,18 @@ struct Row {
   Form form = Form::regular;
   bool in_place = false;
   std::size_t bytes_per_rank = 0, total_bytes = 0;
+  Method method = Method::barrier;
   std::string candidate, ran, status, note;
-  int iters = 0;
+  int iters = 0, invalid = 0;
   std::size_t samples = 0;
-  double median_us = 0, p10_us = 0, p90_us = 0, min_us = 0, max_us = 0;
+  double median_us = 0, mean_us = 0, p10_us = 0, p90_us = 0, min_us = 0, max_us = 0;
   double algbw_GBps = 0, busbw_GBps = 0, ratio_to_mpi = 0;  ///< 0: not measured
+  double window_us = 0, sync_us = 0;                         ///< window method only
+  bool timed() const { return status == "ok" && samples > 0; }
 };
 
-/// Rows of one sweep point: statistics of each outcome, bandwidths, ratios to the MPI library.
+/// Rows of one sweep point (run_point's outcomes, method-major): statistics of each
+/// outcome, bandwidths, ratios to the MPI library under the same method.
 std::vector<Row> make_rows(const Problem& p, int nranks, const std::vector<Candidate>& cands,
                            const std::vector<Outcome>& outs);
 
@@ -44,7 +48,8 @@ std::vector<Row> make_rows(const Problem& p, int nranks, const std::vector<Candi
 class Table {
  public:
   Table(std::string style, const std::vector<Candidate>& cands) : style_(std::move(style)), cands_(cands) {}
-  void meta(const Meta& m) const;
+  /// The header: machine, MPI library, N, methods, and what the drop-in candidate calls.
+  void meta(const Meta& m, const Settings& s, bool interposer_loaded) const;
   void section(Form f, bool in_place) const;
   void point(const std::vector<Row>& rows) const;
 

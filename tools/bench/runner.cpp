@@ -2,6 +2,8 @@
 
 #include "runner.hpp"
 
+#include "timing.hpp"
+
 #include <agx/agx.hpp>
 
 #include <algorithm>
@@ -34,16 +36,22 @@ std::string call(const Context& x, const Candidate& c) {
 std::string call_once(const Context& x, const Candidate& c) {
   const Problem& p = x.p;
   const auto own = static_cast<std::size_t>(x.rank);
+  const void* send = p.in_place ? MPI_IN_PLACE : x.b.send().data();
   switch (c.kind) {
-    case Kind::mpi: {
-      const void* send = p.in_place ? MPI_IN_PLACE : x.b.send().data();
+    case Kind::mpi:
       if (p.form == Form::regular)
         PMPI_Allgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE, x.comm);
       else
         PMPI_Allgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
                         p.int_displs.data(), MPI_BYTE, x.comm);
       return c.name;
-    }
+    case Kind::dropin:  // the normal symbol: the interposer's when it is preloaded
+      if (p.form == Form::regular)
+        MPI_Allgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE, x.comm);
+      else
+        MPI_Allgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
+                       p.int_displs.data(), MPI_BYTE, x.comm);
+      return c.name;
     case Kind::copy_bound: {  // what each rank must write at least, from memory it has
       const auto& src = x.b.source();
       if (!p.in_place) {
@@ -59,12 +67,12 @@ std::string call_once(const Context& x, const Candidate& c) {
   }
   const agx::Allgather<std::uint8_t> gather(x.comm, {c.algo.id, true, c.algo.radix});
   const std::span<std::uint8_t> recv(x.b.recv(), p.total_bytes);
-  const std::span<const std::uint8_t> send(x.b.send());
+  const std::span<const std::uint8_t> send_span(x.b.send());
   agx::Algorithm ran{};
   if (p.form == Form::regular)
-    ran = p.in_place ? gather.in_place(recv) : gather(send, recv);
+    ran = p.in_place ? gather.in_place(recv) : gather(send_span, recv);
   else
-    ran = p.in_place ? gather.v_in_place(recv, p.counts, p.displs) : gather.v(send, recv, p.counts, p.displs);
+    ran = p.in_place ? gather.v_in_place(recv, p.counts, p.displs) : gather.v(send_span, recv, p.counts, p.displs);
   return ran == c.algo.id ? agx::to_string(c.algo) : std::string(agx::to_string(ran));
 }
 
@@ -74,12 +82,47 @@ bool all_ranks(MPI_Comm comm, bool mine) {
   return v != 0;
 }
 
+// The drop-in call that verify() just made: who took it, the same on every rank.
+// `took`: this rank's answer from the interposer's counters (dropin.hpp).
+void name_dropin(const Context& x, const Settings& s, const Interposer& ip, const std::string& took,
+                 Outcome& o) {
+  // 0: not counted once, 1: passed to MPI, 2 + i: agx ran algorithm i.
+  int code = took.empty() ? 0 : took == "mpi" ? 1 : 2;
+  if (code == 2) {
+    for (const auto& info : agx::algorithms()) {
+      if (info.name == took) break;
+      ++code;
+    }
+  }
+  int range[2] = {-code, code};
+  MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, x.comm);
+  if (-range[0] != range[1]) {
+    o.status = "error";
+    o.note = "ranks disagree on who took MPI_Allgather (agx's interposer on some and MPI on others)";
+  } else if (!ip.loaded()) {
+    o.ran = "mpi";
+    o.note = "libagx_pmpi.so not loaded: MPI_Allgather is the MPI library's";
+  } else if (code == 0) {
+    o.status = "error";
+    o.note = "libagx_pmpi.so is loaded but its counters did not count this call once";
+  } else if (code == 1) {
+    o.ran = "mpi";
+    o.note = "libagx_pmpi.so passed the call to the MPI library";
+    if (s.dropin == Dropin::require) o.status = "error";
+  } else {
+    o.ran = took;
+    o.note = "through libagx_pmpi.so";
+  }
+}
+
 // Verifies one candidate from a zeroed buffer; fills status, note and ran.
-void verify(const Context& x, const Candidate& c, Outcome& o) {
+void verify(const Context& x, const Settings& s, const Interposer& ip, const Candidate& c, Outcome& o) {
   x.b.reset();
-  std::string error;
+  std::string error, took;
   try {
+    const auto before = ip.counts();
     o.ran = call(x, c);
+    took = ip.took(before, ip.counts());
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -88,62 +131,65 @@ void verify(const Context& x, const Candidate& c, Outcome& o) {
     o.note = error.empty() ? "failed on another rank" : error;
     return;
   }
+  if (c.kind == Kind::dropin) name_dropin(x, s, ip, took, o);
   if (!all_ranks(x.comm, x.b.check())) o.status = "WRONG";
 }
 
-// Times `iters` calls; appends the slowest rank's time of each.
-void batch(const Context& x, const Candidate& c, int iters, Outcome& o) {
-  std::vector<double> t(static_cast<std::size_t>(iters));
-  for (auto& ti : t) {
-    MPI_Barrier(x.comm);
-    const double t0 = MPI_Wtime();
+// A call that is timed: verified before, so an exception is a library bug.
+Call timed_call(const Context& x, const Candidate& c) {
+  return [&x, &c] {
     try {
       call(x, c);
-    } catch (const std::exception& e) {  // verified before, so this is a library bug
+    } catch (const std::exception& e) {
       std::fprintf(stderr, "agx-bench: %s failed while timed after a good first call: %s\n",
                    c.name.c_str(), e.what());
       MPI_Abort(x.comm, 3);
     }
-    ti = MPI_Wtime() - t0;
-  }
-  MPI_Allreduce(MPI_IN_PLACE, t.data(), iters, MPI_DOUBLE, MPI_MAX, x.comm);
-  o.samples.insert(o.samples.end(), t.begin(), t.end());
+  };
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace
 
-std::vector<Candidate> make_candidates(const Settings& s) {
+std::vector<Candidate> make_candidates(const Settings& s, const Interposer& ip) {
   std::vector<Candidate> out;
   if (s.mpi) out.push_back({Kind::mpi, "mpi", {}});
+  if (s.dropin == Dropin::on || s.dropin == Dropin::require ||
+      (s.dropin == Dropin::automatic && ip.loaded()))
+    out.push_back({Kind::dropin, "mpi-agx", {}});
   for (const auto& name : s.algos) out.push_back({Kind::agx, name, *agx::parse_algorithm_choice(name)});
   if (s.copy_bound) out.push_back({Kind::copy_bound, "copy-bound", {}});
   return out;
 }
 
-std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const Problem& p,
-                               const std::vector<Candidate>& cands,
-                               const std::function<void(std::size_t, int)>& tick) {
+std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const RunEnv& env,
+                               const Problem& p, const std::vector<Candidate>& cands,
+                               const std::function<void(std::size_t, Method, int)>& tick) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
   Buffers b(p, rank);
   const Context x{comm, rank, nranks, s.corrupt, p, b};
-  std::vector<Outcome> out(cands.size());
+  std::vector<Outcome> checked(cands.size());
   for (std::size_t i = 0; i < cands.size(); ++i) {
-    if (cands[i].kind == Kind::mpi && !p.fits_int()) {
-      out[i].status = "skip";
-      out[i].note = "counts exceed INT_MAX";
+    if ((cands[i].kind == Kind::mpi || cands[i].kind == Kind::dropin) && !p.fits_int()) {
+      checked[i].status = "skip";
+      checked[i].note = "counts exceed INT_MAX";
       continue;
     }
-    verify(x, cands[i], out[i]);
+    verify(x, s, env.ip, cands[i], checked[i]);
   }
 
   // Iterations per batch from a probe of the first runnable candidate (the MPI
   // library when present), decided on rank 0 for everyone.
-  const auto first = std::find_if(out.begin(), out.end(), [](const Outcome& o) { return o.status == "ok"; });
+  const auto first = std::find_if(checked.begin(), checked.end(), [](const Outcome& o) { return o.status == "ok"; });
   double probe = 1e-3;
-  if (first != out.end()) {
-    const Candidate& c = cands[static_cast<std::size_t>(first - out.begin())];
+  if (first != checked.end()) {
+    const Candidate& c = cands[static_cast<std::size_t>(first - checked.begin())];
     MPI_Barrier(comm);
     probe = MPI_Wtime();
     for (int i = 0; i < 3; ++i) call(x, c);
@@ -153,20 +199,62 @@ std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const Problem& 
   const double want = std::max(3.0, s.batch_seconds / std::max(probe, 1e-7));
   const int iters = static_cast<int>(std::min(want, static_cast<double>(s.max_iters)));
 
+  // The window method sizes each candidate's window from its own time (barrier method,
+  // median of 5 calls); a batch that misses more than half of its starts doubles it for
+  // the next passes, three times at most.
+  const bool windowed = std::find(s.methods.begin(), s.methods.end(), Method::window) != s.methods.end();
+  std::vector<double> estimate(cands.size(), 0.0);
+  std::vector<int> doublings(cands.size(), 0);
+  std::vector<double> leads(cands.size(), 0.0);  // window_batch's lead, kept across passes
+  if (windowed)
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (checked[i].status == "ok") estimate[i] = median_of(barrier_batch(comm, 5, timed_call(x, cands[i])));
+
+  const std::size_t nc = cands.size();
+  std::vector<Outcome> out;
+  for (const Method m : s.methods)
+    for (const Outcome& o : checked) {
+      out.push_back(o);
+      out.back().method = m;
+    }
   for (int pass = 0; pass < s.passes; ++pass)
-    for (std::size_t i = 0; i < cands.size(); ++i) {
-      if (out[i].status != "ok") continue;
-      tick(i, pass);
-      out[i].iters = iters;
-      batch(x, cands[i], iters, out[i]);
+    for (std::size_t i = 0; i < nc; ++i) {
+      if (checked[i].status != "ok") continue;
+      const Call timed = timed_call(x, cands[i]);
+      for (std::size_t mi = 0; mi < s.methods.size(); ++mi) {
+        const Method m = s.methods[mi];
+        Outcome& o = out[mi * nc + i];
+        tick(i, m, pass);
+        o.iters = iters;
+        std::vector<double> t;
+        if (m == Method::barrier) {
+          t = barrier_batch(comm, iters, timed);
+        } else if (m == Method::osu) {
+          t = osu_batch(comm, iters, timed);
+        } else {  // clocks again before every batch: drift only matters within one
+          const ClockSync sync = sync_clocks(comm, s.sync_rounds);
+          const double window = s.window_factor * estimate[i] + 4 * sync.uncertainty + 1e-6;
+          WindowTimes w = window_batch(comm, iters, window, sync, env.oversubscribed, timed, leads[i]);
+          if (2 * w.invalid > iters && doublings[i] < 3) {
+            estimate[i] *= 2;
+            ++doublings[i];
+          }
+          o.invalid += w.invalid;
+          o.window_s = std::max(o.window_s, window);
+          o.sync_s = std::max(o.sync_s, sync.uncertainty);
+          t = std::move(w.samples);
+        }
+        o.samples.insert(o.samples.end(), t.begin(), t.end());
+      }
     }
   // One more call after all the timed ones must again be right (catches state that goes
   // bad under repetition: cached plans, reused segments).
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    if (out[i].status != "ok") continue;
+  for (std::size_t i = 0; i < nc; ++i) {
+    if (checked[i].status != "ok") continue;
     b.reset();
     call(x, cands[i]);
-    if (!all_ranks(comm, b.check())) out[i].status = "WRONG";
+    if (!all_ranks(comm, b.check()))
+      for (std::size_t mi = 0; mi < s.methods.size(); ++mi) out[mi * nc + i].status = "WRONG";
   }
   return out;
 }
