@@ -163,13 +163,72 @@ std::size_t data_bytes(const TypeInfo& t, std::int64_t count, const char* what) 
   return static_cast<std::size_t>(bytes);
 }
 
+namespace {
+
+/// A committed type of `bytes` contiguous bytes, for any size: MiB pieces and a rest.
+MPI_Datatype byte_run_type(std::int64_t bytes) {
+  constexpr std::int64_t piece = std::int64_t{1} << 20;
+  MPI_Datatype mib = MPI_DATATYPE_NULL, pieces = MPI_DATATYPE_NULL, run = MPI_DATATYPE_NULL;
+  check_mpi(PMPI_Type_contiguous(static_cast<int>(piece), MPI_BYTE, &mib), "MPI_Type_contiguous");
+  check_mpi(PMPI_Type_contiguous(static_cast<int>(bytes / piece), mib, &pieces),
+            "MPI_Type_contiguous");
+  int lengths[2] = {1, static_cast<int>(bytes % piece)};
+  MPI_Aint at[2] = {0, static_cast<MPI_Aint>(bytes / piece * piece)};
+  MPI_Datatype parts[2] = {pieces, MPI_BYTE};
+  check_mpi(PMPI_Type_create_struct(2, lengths, at, parts, &run), "MPI_Type_create_struct");
+  check_mpi(PMPI_Type_commit(&run), "MPI_Type_commit");
+  PMPI_Type_free(&mib);
+  PMPI_Type_free(&pieces);
+  return run;
+}
+
+/// MPI_COMM_SELF's private twin (no user message can match agx's).
+MPI_Comm self_twin() {
+  static const MPI_Comm twin = [] {
+    MPI_Comm c = MPI_COMM_NULL;
+    check_mpi(PMPI_Comm_split(MPI_COMM_SELF, 0, 0, &c), "MPI_Comm_split");
+    check_mpi(PMPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    return c;
+  }();
+  return twin;
+}
+
+/// Packs (to_packed) or unpacks `count` elements of `t`, each larger than INT_MAX
+/// bytes, which MPI_Pack's int sizes cannot describe: one message per element to this
+/// rank itself, the element's type map on one side and a run of bytes on the other
+/// (MPI libraries move such messages; MPI_Pack_c is MPI-4.0 only).
+void move_big_elements(const void* user, std::int64_t count, const TypeInfo& t, std::byte* packed,
+                       bool to_packed) {
+  MPI_Datatype run = byte_run_type(t.size);
+  try {
+    for (std::int64_t e = 0; e < count; ++e) {
+      char* elem = const_cast<char*>(static_cast<const char*>(user)) + e * t.extent;
+      std::byte* bytes = packed + e * t.size;
+      if (to_packed)
+        check_mpi(PMPI_Sendrecv(elem, 1, t.type, 0, 0, bytes, 1, run, 0, 0, self_twin(),
+                                MPI_STATUS_IGNORE),
+                  "MPI_Sendrecv");
+      else
+        check_mpi(PMPI_Sendrecv(bytes, 1, run, 0, 0, elem, 1, t.type, 0, 0, self_twin(),
+                                MPI_STATUS_IGNORE),
+                  "MPI_Sendrecv");
+    }
+  } catch (...) {
+    PMPI_Type_free(&run);
+    throw;
+  }
+  PMPI_Type_free(&run);
+}
+
+}  // namespace
+
 void pack(const void* buf, std::int64_t count, const TypeInfo& t, std::byte* out, MPI_Comm comm) {
+  if (t.size > INT_MAX) return move_big_elements(buf, count, t, out, true);
   const std::int64_t step = chunk_elements(t);
   for (std::int64_t first = 0; first < count; first += step) {
     const std::int64_t n = std::min(step, count - first);
     const auto* in = static_cast<const char*>(buf) + first * t.extent;
     const std::int64_t want = n * t.size;
-    if (want > INT_MAX) throw Error(MPI_ERR_COUNT, "agx: one datatype element exceeds 2 GiB");
     int position = 0;
     check_mpi(PMPI_Pack(in, static_cast<int>(n), t.type, out + first * t.size,
                         static_cast<int>(want), &position, comm),
@@ -182,12 +241,12 @@ void pack(const void* buf, std::int64_t count, const TypeInfo& t, std::byte* out
 }
 
 void unpack(const std::byte* in, void* buf, std::int64_t count, const TypeInfo& t, MPI_Comm comm) {
+  if (t.size > INT_MAX) return move_big_elements(buf, count, t, const_cast<std::byte*>(in), false);
   const std::int64_t step = chunk_elements(t);
   for (std::int64_t first = 0; first < count; first += step) {
     const std::int64_t n = std::min(step, count - first);
     auto* dst = static_cast<char*>(buf) + first * t.extent;
     const std::int64_t have = n * t.size;
-    if (have > INT_MAX) throw Error(MPI_ERR_COUNT, "agx: one datatype element exceeds 2 GiB");
     int position = 0;
     check_mpi(PMPI_Unpack(in + first * t.size, static_cast<int>(have), &position, dst,
                           static_cast<int>(n), t.type, comm),
