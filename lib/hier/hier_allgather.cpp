@@ -133,7 +133,6 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     return;
   }
   const std::uint64_t gen = h.next_gen();
-  const Settings& s = settings();
   if (t.nnodes == 1) {
     std::size_t largest = 0;
     for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
@@ -156,7 +155,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   c.layout = &layout;
   c.base = h.region(gen, total);
   c.seg_offset = &h.seg_offset;
-  c.chunk_bytes = s.chunk_bytes;
+  c.chunk_bytes = h.chunk_bytes();
   copy_in(h, c);
   if (t.nnodes > 1 && t.local < h.leaders) {
     wait_node_complete(h, c, "leader: the node's copy-in before the inter-node stage");
@@ -245,7 +244,8 @@ std::string describe(MPI_Comm comm) {
   os << "  segment: header " << t.local_size() << " x " << sizeof(Slot) << " B, data "
      << h.data_bytes() << " B (grown " << h.grows() << "x), generation " << h.gen()
      << ", inline calls " << h.inline_calls << ", staged calls " << h.staged_calls << ", single-copy calls " << h.single_copy_calls
-     << ", chunk " << s.chunk_bytes << " B\n";
+     << ", chunk " << h.chunk_bytes() << " B"
+     << (h.chunk_bytes() != s.chunk_bytes ? " (whole blocks: oversubscribed)" : "") << "\n";
   return os.str();
 }
 

@@ -239,4 +239,9 @@ const Schedule& HierContext::inter_schedule(const AlgorithmChoice& a) {
   return it->second;
 }
 
+std::size_t HierContext::chunk_bytes() const {
+  const Settings& s = settings();
+  return oversubscribed && !s.chunk_set ? std::size_t{1} << 30 : s.chunk_bytes;
+}
+
 }  // namespace agx::hier

@@ -108,6 +108,11 @@ class HierContext {
   Slot& own_slot() { return slots_[topo.local]; }
   /// More ranks on this node than cores to run them (AGX_WAIT=auto), or AGX_WAIT=sleep.
   bool oversubscribed = false;
+  /// Copy-in/copy-out chunk of staged calls: AGX_SHM_CHUNK_BYTES, or where the node is
+  /// oversubscribed and that is unset, whole blocks (one flag store and at most one
+  /// sleep per block: chunk flags wake every sleeper, and a woken reader preempts the
+  /// writer it waits for when there is no core for both). The same on every local rank.
+  std::size_t chunk_bytes() const;
   /// Where waiters sleep: the node's signal when oversubscribed, else null (spin/yield).
   NodeSignal* sleep_signal() const { return oversubscribed ? &slots_[0].signal : nullptr; }
   /// After every flag store of this rank: wakes sleeping local ranks.

@@ -35,7 +35,7 @@ namespace {
 class StagedSegment final : public NodeSegment {
  public:
   StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout)
-      : h_(h), gen_(h.next_gen()), chunk_(settings().chunk_bytes) {
+      : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()) {
     h.mark_engine(gen_);
     const Topology& t = h.topo;
     std::size_t total = 0;

@@ -28,7 +28,8 @@ Settings read_environment() {
       s.invalid_inter = inter;
   }
   if (auto v = number("AGX_HIER_LEADERS"); v && *v >= 1 && *v <= 1024) s.leaders = static_cast<int>(*v);
-  if (auto v = number("AGX_SHM_CHUNK_BYTES"); v && *v >= 4096 && *v <= (1ull << 30)) s.chunk_bytes = *v;
+  if (auto v = number("AGX_SHM_CHUNK_BYTES"); v && *v >= 4096 && *v <= (1ull << 30))
+    s.chunk_bytes = *v, s.chunk_set = true;
   if (auto v = number("AGX_CMA"); v) s.cma = *v != 0;
   if (auto v = number("AGX_CMA_MIN_BYTES"); v) s.cma_min_bytes = *v;
   if (const char* w = std::getenv("AGX_WAIT"); w != nullptr && *w != '\0') {

@@ -33,6 +33,7 @@ struct Settings {
   std::string invalid_inter;  ///< AGX_HIER_INTER text naming no point-to-point algorithm
   int leaders = 1;
   std::size_t chunk_bytes = 64 * 1024;
+  bool chunk_set = false;  ///< AGX_SHM_CHUNK_BYTES given (else whole blocks when oversubscribed)
   bool cma = true;
   std::optional<std::size_t> cma_min_bytes;  ///< unset: decided by the setup probe
   enum class Wait { automatic, yield, sleep } wait = Wait::automatic;
