@@ -13,7 +13,10 @@
 #   cluster.sh exec NODE CMD...         run CMD on NODE (inside its namespaces)
 #   cluster.sh run [-k K] [-p P] -- CMD...  up, CMD on node 0, down (also on failure or
 #                                       SIGINT/SIGTERM); exit status of CMD
-#   cluster.sh kill NODE                SIGKILL every process inside NODE (node loss)
+#   cluster.sh kill NODE                node loss: NODE's link goes down, then every
+#                                       process inside it gets SIGKILL
+#   cluster.sh freeze NODE              a hung node: link down, its processes SIGSTOPped
+#                                       (`down` or `kill` ends them later)
 #   cluster.sh counters                 bytes and packets each node's link sent/received
 #   cluster.sh nodes                    the node names, one a line
 #   cluster.sh check                    exit 0 when this machine allows namespaces, else
@@ -238,12 +241,16 @@ case $cmd in
     ip netns exec "$(node_name 0)" nsenter --uts="$STATE/$(node_name 0).uts" -- "${REST[@]}" || rc=$?
     exit $rc
     ;;
-  kill)
-    [ $# -eq 1 ] || die "usage: cluster.sh kill NODE"
+  kill|freeze)
+    [ $# -eq 1 ] || die "usage: cluster.sh $cmd NODE"
     is_node "$1" || die "'$1' is not a node of cluster '$NAME'"
+    # The node vanishes from the network first: no FIN or RST of its dying sockets
+    # reaches the others, as with a host that crashes or loses power.
+    ip -n "$1" link set eth0 down
     pids=$(ip netns pids "$1")
-    [ -z "$pids" ] || kill -KILL $pids
-    echo "cluster: killed $(echo $pids | wc -w) processes on $1"
+    sig=KILL; [ "$cmd" = kill ] || sig=STOP
+    [ -z "$pids" ] || kill -$sig $pids
+    echo "cluster: $1 is off the network; SIG$sig sent to $(echo $pids | wc -w) processes in it"
     ;;
   counters)
     for n in $(current_nodes); do

@@ -9,8 +9,10 @@
 #
 #   --profile P         link profile (10g, 1g, none; default 10g)
 #   --traffic BYTES     every node's link must have sent and received at least BYTES
-#   --kill NODE:SECONDS the node vanishes that many seconds after the start: its link goes
-#                       down, then every process in it is killed (cluster.sh kill)
+#   --lose NODE:S:D     S seconds after the start NODE goes silent (cluster.sh freeze: link
+#                       down, processes stopped, as a crashed host looks to its peers), D
+#                       seconds later its processes are killed (cluster.sh kill). With D=0
+#                       they are killed at once.
 #   --expect-fail       COMMAND must end with a non-zero status (default: status 0)
 #   --expect REGEX      a line of COMMAND's output must match (repeatable)
 #   --max-seconds S     COMMAND must end within S seconds (killed after S + 30)
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --nodes) nodes=$2; shift 2 ;;
     --profile) profile=$2; shift 2 ;;
     --traffic) traffic=$2; shift 2 ;;
-    --kill) kill_spec=$2; shift 2 ;;
+    --lose) kill_spec=$2; shift 2 ;;
     --expect-fail) expect_fail=1; shift ;;
     --expect) expects+=("$2"); shift 2 ;;
     --max-seconds) max_seconds=$2; shift 2 ;;
@@ -68,7 +70,10 @@ trap 'exit 143' TERM
 "$cluster" counters > "$work/counters.before"
 
 if [ -n "$kill_spec" ]; then
-  ( sleep "${kill_spec#*:}"; "$cluster" kill "${kill_spec%%:*}" ) &
+  IFS=: read -r lose_node lose_at lose_after <<< "$kill_spec"
+  ( sleep "$lose_at"
+    if [ "${lose_after:-0}" != 0 ]; then "$cluster" freeze "$lose_node"; sleep "$lose_after"; fi
+    "$cluster" kill "$lose_node" ) &
   killer=$!
 fi
 start=$SECONDS
