@@ -190,8 +190,54 @@ std::vector<agx::AlgorithmChoice> all_choices() {
   return v;
 }
 
+// The number of nodes `comm` spans, as the MPI library sees them (one everywhere but on a
+// cluster: test/cluster).
+int node_count(MPI_Comm comm) {
+  int rank = 0, node_rank = 0, leaders = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &node_rank);
+  const int leader = node_rank == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, comm);
+  MPI_Comm_free(&node);
+  return leaders;
+}
+
+// shared_memory forced on a communicator of several nodes: every call (regular and v, in
+// place or not) is refused with MPI_ERR_ARG, on every rank, before any communication.
+void run_refused(MPI_Comm comm, const char* comm_name, agx::AlgorithmChoice algo) {
+  int n = 0;
+  MPI_Comm_size(comm, &n);
+  for (bool in_place : {false, true}) {
+    for (bool v : {false, true}) {
+      Context c{comm, comm_name, algo, "uint8", 7, in_place, v ? "v-uneven" : "regular"};
+      std::vector<unsigned char> send(7, 1), recv(7 * static_cast<std::size_t>(n));
+      std::vector<long long> counts(static_cast<std::size_t>(n), 7);
+      std::vector<int> displs(static_cast<std::size_t>(n));
+      for (int b = 0; b < n; ++b) displs[b] = 7 * b;
+      agx::Allgather<unsigned char> gather(comm, {algo.id, true, algo.radix});
+      try {
+        if (v && in_place) gather.v_in_place(recv, counts, displs);
+        else if (v) gather.v(send, recv, counts, displs);
+        else if (in_place) gather.in_place(recv);
+        else gather(send, recv);
+        report(c, n, "ran on a communicator that spans several nodes");
+      } catch (const agx::Error& e) {
+        if (e.error_class() != MPI_ERR_ARG) report(c, n, std::string("refused with the wrong class: ") + e.what());
+        else ++passed;
+      }
+    }
+  }
+}
+
 void run_matrix(MPI_Comm comm, const char* comm_name, bool quick) {
+  const bool several_nodes = node_count(comm) > 1;
   for (const agx::AlgorithmChoice& a : all_choices()) {
+    if (a.id == Algorithm::shared_memory && several_nodes) {
+      run_refused(comm, comm_name, a);
+      continue;
+    }
     run_type<unsigned char>(comm, comm_name, a, "uint8", quick);
     run_type<float>(comm, comm_name, a, "float", quick);
     run_type<double>(comm, comm_name, a, "double", quick);
@@ -201,8 +247,11 @@ void run_matrix(MPI_Comm comm, const char* comm_name, bool quick) {
 }
 
 // Two communicators used alternately: world, then the split half, then world again.
+// (shared_memory only where both are on one node: run_matrix checks its refusal elsewhere)
 void run_interleaved(MPI_Comm a, MPI_Comm b) {
-  for (const agx::AlgorithmChoice& algo : all_choices())
+  const bool several_nodes = node_count(a) > 1 || node_count(b) > 1;
+  for (const agx::AlgorithmChoice& algo : all_choices()) {
+    if (algo.id == Algorithm::shared_memory && several_nodes) continue;
     for (std::size_t count : {1, 1000}) {
       Context ca{a, "world(interleaved)", algo, "int", count, false, "regular"};
       Context cb{b, "split(interleaved)", algo, "int", count, false, "regular"};
@@ -213,6 +262,7 @@ void run_interleaved(MPI_Comm a, MPI_Comm b) {
       run_regular<int>(cb);
       run_regular<int>(ca);
     }
+  }
 }
 
 // Sizes whose bytes overflow: MPI_ERR_COUNT with a message that says so, never a
