@@ -1,12 +1,15 @@
 // Fused all-gathers (include/agx/fused.hpp, docs/fused.md): K members run as one
 // all-gather over the concatenated layout, whose block i is member 0's block i, then
 // member 1's, ... Two ways to run it:
-//   direct:  the members' buffers already hold each rank's pieces back to back (and, out
-//            of place, the own pieces back to back in the send buffers): the fused layout
-//            addresses them where they are, no byte is copied beyond the call's own.
+//   direct:  the members' receive buffers already hold each rank's pieces back to back:
+//            the fused layout addresses them where they are. The own pieces of
+//            out-of-place members are copied to their places first (what a single
+//            out-of-place call copies too), and the call runs in place.
 //   staged:  otherwise. The own pieces are copied into one staging buffer at the own
 //            fused block, the call runs in place there, and every piece is copied out to
 //            its member's receive buffer (one copy in, one copy out).
+// Both run in place, so that ranks running one way and ranks running the other make the
+// same kind of call (AGX_CHECK compares in-place use across ranks).
 
 #include <agx/error.hpp>
 #include <agx/fused.hpp>
@@ -51,14 +54,12 @@ void check_parts(MPI_Comm comm, std::span<const FusedPart> parts, int& n, int& m
 /// Whether the members' pieces of every rank lie back to back; then fills the direct
 /// buffers and offsets (relative to the lowest block start).
 bool try_direct(std::span<const FusedPart> parts, FusedPlan& f) {
-  const bool in_place = parts.front().buffers.in_place;
   std::vector<std::uintptr_t> start(static_cast<std::size_t>(f.nranks), 0);
   std::uintptr_t base = UINTPTR_MAX;
   for (int i = 0; i < f.nranks; ++i) {
     std::uintptr_t next = 0;  // where the next non-empty piece must begin
     bool any = false;
     for (const FusedPart& p : parts) {
-      if (p.buffers.in_place != in_place) return false;
       const std::size_t b = p.bytes[static_cast<std::size_t>(i)];
       if (b == 0) continue;
       const auto a = reinterpret_cast<std::uintptr_t>(piece_address(p, i));
@@ -69,24 +70,12 @@ bool try_direct(std::span<const FusedPart> parts, FusedPlan& f) {
     }
     if (any && start[static_cast<std::size_t>(i)] < base) base = start[static_cast<std::size_t>(i)];
   }
-  const void* send = nullptr;
-  if (!in_place) {  // the own pieces back to back in the send buffers too
-    std::uintptr_t next = 0;
-    for (const FusedPart& p : parts) {
-      const std::size_t b = p.bytes[static_cast<std::size_t>(f.rank)];
-      if (b == 0) continue;
-      const auto a = reinterpret_cast<std::uintptr_t>(p.buffers.send);
-      if (send != nullptr && a != next) return false;
-      if (send == nullptr) send = p.buffers.send;
-      next = a + b;
-    }
-  }
   if (base == UINTPTR_MAX) base = reinterpret_cast<std::uintptr_t>(parts.front().buffers.recv);
   for (int i = 0; i < f.nranks; ++i) {
     const auto u = static_cast<std::size_t>(i);
     f.offsets[u] = f.bytes[u] == 0 ? 0 : start[u] - base;
   }
-  f.buffers = {send, reinterpret_cast<void*>(base), in_place};
+  f.buffers = {nullptr, reinterpret_cast<void*>(base), true};
   return true;
 }
 
@@ -111,6 +100,14 @@ FusedPlan plan_fused(MPI_Comm comm, std::span<const FusedPart> parts) {
     }
   }
   return f;
+}
+
+/// Direct: the own pieces of out-of-place members to their places in the receive buffers.
+void place_own(std::span<const FusedPart> parts, const FusedPlan& f) {
+  for (const FusedPart& p : parts) {
+    const std::size_t b = p.bytes[static_cast<std::size_t>(f.rank)];
+    if (b > 0 && !p.buffers.in_place) std::memcpy(piece_address(p, f.rank), p.buffers.send, b);
+  }
 }
 
 /// Staged: the own pieces into the own fused block of `arena`.
@@ -174,6 +171,7 @@ FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> part
   FusedResult r{Algorithm::automatic, f.direct, f.total};
   if (parts.empty()) return r;
   if (f.direct) {
+    place_own(parts, f);
     r.algorithm = allgather_bytes(comm, f.buffers, f.layout(), options);
     return r;
   }
@@ -194,7 +192,9 @@ FusedRequest start_fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPar
     return FusedRequest(std::move(s));
   }
   Buffers b = s->plan.buffers;
-  if (!s->plan.direct) {
+  if (s->plan.direct) {
+    place_own(s->parts, s->plan);
+  } else {
     s->arena.resize(s->plan.total);
     pack_own(s->parts, s->plan, s->arena.data());
     b = {nullptr, s->arena.data(), true};

@@ -4,7 +4,7 @@
 // runs blocking, started + waited and started + polled; every member's receive buffer
 // is checked byte for byte (gaps and guards untouched) and the first member against the
 // MPI library's own MPI_Allgather. Members laid out back to back in one buffer must run
-// direct (no staging); bad members are rejected when added.
+// direct (no staging); bad members are rejected when added. --mismatch: see run_mismatch.
 
 #include <agx/agx.hpp>
 
@@ -170,7 +170,8 @@ void run_algorithm(const agx::AlgorithmChoice& a, unsigned& salt) {
 void run_direct(unsigned salt) {
   const int a = 3, b = 5;  // ints of member A, bytes of member B per rank
   const std::size_t stride = a * 4 + b;
-  for (bool in_place : {true, false}) {
+  for (int form = 0; form < 3; ++form) {  // in place, out of place, one of each
+    const bool in_place = form == 0;
     std::vector<std::byte> buf(stride * static_cast<std::size_t>(nranks), std::byte{0});
     std::vector<std::byte> mine(stride);
     fill(mine.data(), salt, rank, a, 4);
@@ -183,16 +184,15 @@ void run_direct(unsigned salt) {
     // Member A as its bytes: the stride is not a multiple of 4.
     std::vector<int> cabytes(static_cast<std::size_t>(nranks), a * 4), dabytes;
     for (int i = 0; i < nranks; ++i) dabytes.push_back(static_cast<int>(stride) * i);
-    if (in_place) {
-      g.add_v_in_place(all, cabytes, dabytes);
-      g.add_v_in_place(all, cb, db);
-    } else {
-      std::span<const char> s(reinterpret_cast<const char*>(mine.data()), mine.size());
-      g.add_v(s.first(a * 4), all, cabytes, dabytes);
-      g.add_v(s.subspan(a * 4), all, cb, db);
-    }
+    std::span<const char> s(reinterpret_cast<const char*>(mine.data()), mine.size());
+    if (form == 2)  // member A in place, member B out of place
+      std::memcpy(buf.data() + stride * static_cast<std::size_t>(rank), mine.data(), a * 4);
+    if (form == 0 || form == 2) g.add_v_in_place(all, cabytes, dabytes);
+    else g.add_v(s.first(a * 4), all, cabytes, dabytes);
+    if (form == 0) g.add_v_in_place(all, cb, db);
+    else g.add_v(s.subspan(a * 4), all, cb, db);
     const agx::FusedResult r = g.run();
-    expect(r.direct, std::string("back-to-back members run direct, ") + (in_place ? "in place" : "out of place"));
+    expect(r.direct, std::string("back-to-back members run direct, ") + (form == 0 ? "in place" : form == 1 ? "out of place" : "mixed"));
     bool ok = true;
     for (int i = 0; i < nranks; ++i) {
       std::vector<std::byte> want(stride);
@@ -200,7 +200,7 @@ void run_direct(unsigned salt) {
       fill(want.data() + a * 4, salt + 1, i, b, 1);
       ok = ok && std::memcmp(want.data(), buf.data() + stride * static_cast<std::size_t>(i), stride) == 0;
     }
-    expect(ok, std::string("direct result, ") + (in_place ? "in place" : "out of place"));
+    expect(ok, std::string("direct result, ") + (form == 0 ? "in place" : form == 1 ? "out of place" : "mixed"));
     expect(r.bytes == stride * static_cast<std::size_t>(nranks), "direct result byte count");
   }
 }
@@ -223,6 +223,24 @@ void run_bad_input() {
   expect(r.bytes == 0, "an empty group moves nothing");
 }
 
+/// --mismatch (under AGX_CHECK=1): rank 0 adds one member more than the others; every
+/// rank's run() fails with MPI_ERR_ARG instead of hanging or mixing up the blocks.
+void run_mismatch() {
+  std::vector<int> a(2), all_a(2 * static_cast<std::size_t>(nranks));
+  std::vector<int> b(1), all_b(static_cast<std::size_t>(nranks));
+  agx::Group g(MPI_COMM_WORLD);
+  g.add(std::span<const int>(a), std::span<int>(all_a));
+  if (rank == 0) g.add(std::span<const int>(b), std::span<int>(all_b));
+  int code = MPI_SUCCESS;
+  try {
+    g.run();
+  } catch (const agx::Error& e) {
+    code = e.error_class();
+    if (rank == 0) std::printf("mismatched group: %s\n", e.what());
+  }
+  expect(code == MPI_ERR_ARG, "a group that differs across ranks: MPI_ERR_ARG, got " + std::to_string(code));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -230,11 +248,15 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   unsigned salt = 1;
-  std::vector<agx::AlgorithmChoice> choices{{agx::Algorithm::automatic}};
-  for (const auto& a : agx::algorithm_variants()) choices.push_back(a);
-  for (const auto& a : choices) run_algorithm(a, salt);
-  run_direct(777);
-  run_bad_input();
+  if (argc > 1 && std::string(argv[1]) == "--mismatch") {
+    run_mismatch();
+  } else {
+    std::vector<agx::AlgorithmChoice> choices{{agx::Algorithm::automatic}};
+    for (const auto& a : agx::algorithm_variants()) choices.push_back(a);
+    for (const auto& a : choices) run_algorithm(a, salt);
+    run_direct(777);
+    run_bad_input();
+  }
   long totals[2] = {passed, failed}, sums[2] = {0, 0};
   MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0)
