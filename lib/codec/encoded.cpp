@@ -21,6 +21,7 @@
 #include "core/config.hpp"
 #include "core/crc32c.hpp"
 #include "core/select.hpp"
+#include "cuda/memory.hpp"
 
 #include <bit>
 #include <cmath>
@@ -269,6 +270,8 @@ EncodedResult encoded_allgather_bytes(MPI_Comm comm, const void* send, void* rec
   if (count > std::numeric_limits<std::size_t>::max() / elem_bytes / static_cast<std::size_t>(n) / 2)
     throw Error(MPI_ERR_COUNT, "agx: " + std::to_string(count) + " elements overflow the byte size");
   if (recv == nullptr && spec.bytes() > 0) throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
+  if (cuda::is_device_memory(recv) || cuda::is_device_memory(send))
+    throw Error(MPI_ERR_BUFFER, "agx: the encoded all-gather takes host buffers, not device memory");
   check_encode_options(encode, kind);
   if (config().check) check_agreement(comm, spec, encode, options);
   const Packer packer = choose_packer(comm, encode, spec.bytes());

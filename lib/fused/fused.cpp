@@ -14,6 +14,8 @@
 #include <agx/error.hpp>
 #include <agx/fused.hpp>
 
+#include "cuda/memory.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -48,6 +50,10 @@ void check_parts(MPI_Comm comm, std::span<const FusedPart> parts, int& n, int& m
       throw Error(MPI_ERR_ARG, "agx: fused member " + std::to_string(k) + " has " +
                                    std::to_string(p.bytes.size()) + " blocks for " +
                                    std::to_string(n) + " ranks");
+    if (cuda::is_device_memory(p.buffers.recv) ||
+        (!p.buffers.in_place && cuda::is_device_memory(p.buffers.send)))
+      throw Error(MPI_ERR_BUFFER, "agx: fused member " + std::to_string(k) +
+                                      " is in device memory; fused groups take host buffers");
   }
 }
 
