@@ -201,9 +201,11 @@ void decode(int block, const std::byte* in, std::size_t n, const Spec& spec, std
   bool ok = false;
   if (h.form == Form::zfp) {
     const Lossy l{static_cast<Lossy::Mode>(lossy), std::bit_cast<double>(h.aux)};
-    ok = l.mode != Lossy::Mode::off &&
-         codec::zfp_decode(payload, static_cast<std::size_t>(h.payload), spec, l, out, why);
-    if (l.mode == Lossy::Mode::off) why = "ZFP payload without a lossy mode";
+    const bool bound_ok = l.mode == Lossy::Mode::accuracy ? std::isfinite(l.value) && l.value > 0
+                          : l.mode == Lossy::Mode::rate   ? l.value > 0 && l.value <= 64
+                                                          : false;
+    if (!bound_ok) corrupt(block, "ZFP payload without a valid lossy mode and bound");
+    ok = codec::zfp_decode(payload, static_cast<std::size_t>(h.payload), spec, l, out, why);
   } else {
     ok = codec::decode_sparse(h.form, payload, static_cast<std::size_t>(h.payload), h.aux, out,
                               spec, why);
