@@ -136,24 +136,30 @@ std::vector<std::byte> encode_block(const std::byte* data, const Spec& spec, con
                               Packer packer) {
   Header h;
   std::vector<std::byte> payload;
+  // The form's bytes: `data` itself for the dense form (not copied before packing).
+  const std::byte* form_bytes = data;
+  std::size_t form_size = spec.bytes();
   if (e.lossy.mode != Lossy::Mode::off && codec::zfp_encode(data, spec, e.lossy, payload)) {
     h.form = Form::zfp;
     h.lossy = e.lossy.mode;
     h.aux = std::bit_cast<std::uint64_t>(e.lossy.value);
   } else if (e.sparse) {
     h.form = codec::encode_sparse(data, spec, payload, h.aux);
-  } else {
-    payload.assign(data, data + spec.bytes());
   }
-  h.payload = payload.size();
+  if (h.form != Form::dense || e.sparse) {
+    form_bytes = payload.data();
+    form_size = payload.size();
+  }
+  h.payload = form_size;
   std::vector<std::byte> packed;
-  if (packer != Packer::none && codec::pack(packer, payload.data(), payload.size(), packed)) {
+  if (packer != Packer::none && codec::pack(packer, form_bytes, form_size, packed)) {
     h.packer = packer;
-    payload.swap(packed);
+    form_bytes = packed.data();
+    form_size = packed.size();
   }
-  std::vector<std::byte> out(header_bytes + payload.size());
+  std::vector<std::byte> out(header_bytes + form_size);
   write_header(out.data(), h);
-  if (!payload.empty()) std::memcpy(out.data() + header_bytes, payload.data(), payload.size());
+  if (form_size > 0) std::memcpy(out.data() + header_bytes, form_bytes, form_size);
   seal(out);
   return out;
 }
