@@ -6,6 +6,7 @@ packages=(build-essential pkg-config meson ninja-build
           openmpi-bin libopenmpi-dev mpich libmpich-dev
           libhwloc-dev hwloc catch2 gfortran
           libcli11-dev                              # tools' command lines (header-only)
+          liblz4-dev libzstd-dev libzfp-dev         # lib/codec: block compression (optional)
           python3-matplotlib                        # tools/agx-plot
           python3-dev pybind11-dev python3-numpy python3-mpi4py python3-pytest  # python/, test/python
           slurmctld slurmd slurm-client munge       # test/slurm (starts its own private daemons)

@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
 #else
       const char* cuda = "no (the library declares no CUDA support)";
 #endif
-      std::printf("mpi: %s\ncuda-aware: %s\n%s", first.c_str(), cuda, selection.c_str());
+      std::printf("mpi: %s\ncuda-aware: %s\ncodecs: %s\n%s", first.c_str(), cuda,
+                  agx::codecs_built().c_str(), selection.c_str());
     }
   } catch (const agx::Error& e) {
     std::fprintf(stderr, "agx-info (rank %d): %s\n", rank, e.what());

@@ -4,6 +4,8 @@
 #include <agx/algorithm.hpp>
 #include <agx/allgather.hpp>
 #include <agx/bytes.hpp>
+#include <agx/encoded.hpp>
 #include <agx/error.hpp>
+#include <agx/fused.hpp>
 #include <agx/options.hpp>
 #include <agx/request.hpp>

@@ -183,6 +183,8 @@ class Allgather {
   const Options& options() const { return options_; }
 
  private:
+  friend class Group;  // agx/fused.hpp: a group member gets the same checks as a call
+
   struct VLayout {
     int rank = 0;
     std::vector<std::size_t> bytes, offsets;

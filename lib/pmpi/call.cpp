@@ -11,6 +11,7 @@
 #include "pmpi/call.hpp"
 
 #include <agx/bytes.hpp>
+#include <agx/encoded.hpp>
 #include <agx/error.hpp>
 
 #include "core/comm_context.hpp"
@@ -253,6 +254,29 @@ Options pick_nonblocking_options(const PreparedCall& p) {
 
 namespace {
 
+/// AGX_COMPRESS (docs/fused.md): a regular call of host blocks of at least the encoded
+/// all-gather's min_bytes runs as a lossless encoded all-gather, which compresses where
+/// its rule says (auto) or always (lz4, zstd). The data arrive exactly. Every rank takes
+/// the same way: the settings and sizes agree, and one allreduce agrees on memory kinds.
+bool gather_compressed(const GatherCall& c, const PreparedCall& p, const AlgorithmChoice& a,
+                       Algorithm& ran) {
+  const Settings& s = settings();
+  if (!s.compress_error.empty()) throw Error(MPI_ERR_ARG, "agx: " + s.compress_error);
+  const EncodeOptions e{.lossless = s.compress, .min_bytes = s.compress_min_bytes};
+  if (s.compress == Lossless::off || !p.layout.is_uniform() || p.layout.nranks() == 0 ||
+      p.layout.bytes(0) < e.min_bytes)
+    return false;
+  int device = cuda::is_device_memory(p.buffers.recv) ||
+               (!p.buffers.in_place && cuda::is_device_memory(p.buffers.send));
+  check_mpi(PMPI_Allreduce(MPI_IN_PLACE, &device, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
+  if (device) return false;
+  ran = encoded_allgather_bytes(c.comm, p.buffers.in_place ? nullptr : p.buffers.send,
+                                p.buffers.recv, p.layout.bytes(0), 1, ElementKind::bytes, e,
+                                Options{a.id, true, a.radix})
+            .algorithm;
+  return true;
+}
+
 int gather(const GatherCall& c) {
   const bool timed = settings().summary;  // the clock only where the summary reads it
   const double t0 = timed ? PMPI_Wtime() : 0.0;
@@ -262,7 +286,9 @@ int gather(const GatherCall& c) {
   const PreparedCall p(c);
   p.stage_in();
   const AlgorithmChoice a = pick_algorithm(p);
-  const Algorithm ran = allgather_bytes(c.comm, p.buffers, p.layout, Options{a.id, true, a.radix});
+  Algorithm ran = Algorithm::automatic;
+  if (!gather_compressed(c, p, a, ran))
+    ran = allgather_bytes(c.comm, p.buffers, p.layout, Options{a.id, true, a.radix});
   p.stage_out();
   record_call(ran, p.b.total_bytes, timed ? PMPI_Wtime() - t0 : 0.0);
   announce(c.comm, c.function, ran, p.b.total_bytes);

@@ -4,7 +4,9 @@
 // value is a warning and a fallback here, not an error as in the C++ API).
 
 #include <agx/algorithm.hpp>
+#include <agx/encoded.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -25,6 +27,12 @@ struct Settings {
   bool algo_set = false;
   /// AGX_ALGO's text, for messages.
   std::string algo_text;
+  /// AGX_COMPRESS: lossless compression of blocking MPI_Allgather blocks (never lossy).
+  Lossless compress = Lossless::off;
+  /// AGX_COMPRESS_MIN_BYTES: blocks smaller than this are never compressed.
+  std::size_t compress_min_bytes = 64 * 1024;
+  /// Why AGX_COMPRESS or AGX_COMPRESS_MIN_BYTES is not valid; empty when they are.
+  std::string compress_error;
 };
 
 /// The process-wide settings, read on first use.

@@ -59,6 +59,9 @@ Output:
   --table wide|long|none   stdout table: one line per size (default), per candidate, or none
   --progress / --no-progress   progress line (default: on stderr when it is a terminal,
                      else on stdout when that is one; --progress forces stderr)
+Fused mode (tools/bench/fused.cpp, docs/fused.md):
+  --fused K          instead of the sweep: per size, K separate agx calls, one agx::Group
+                     of K members, and K MPI_Allgather calls (e.g. --sizes 64,1K,64K)
 Self-test:
   --corrupt NAME     flip one received byte after every call of candidate NAME, to
                      show that a wrong result is reported as WRONG (exit status 1)
@@ -237,6 +240,10 @@ Settings parse(int argc, char** argv, int rank) {
     s.table = v;
   });
   value("--corrupt", [&](Text v) { s.corrupt = v; });
+  value("--fused", [&](Text v) {
+    s.fused = number<int>("--fused", v);
+    if (s.fused < 1) bad_value("--fused", "must be at least 1, not '" + v + "'");
+  });
   flag("--progress", [&] { s.progress = 1; });
   flag("--no-progress", [&] { s.progress = 0; });
   try {

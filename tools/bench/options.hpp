@@ -49,6 +49,7 @@ struct Settings {
   std::string memory = "host";      ///< host only (device buffers: agx-gpu-bench, test/cuda)
   std::string command_line;
   std::string corrupt;              ///< self-test: this candidate's result gets one flipped byte
+  int fused = 0;                    ///< --fused K: the fused mode (tools/bench/fused.hpp)
 };
 
 /// Thrown by parse() for --help (code 0) and for bad arguments (code 2, message printed).

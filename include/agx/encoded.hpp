@@ -1,0 +1,125 @@
+#pragma once
+// Encoded all-gather (docs/fused.md): every rank encodes its block once, at its origin;
+// the encoded sizes are exchanged, the encoded blocks are all-gathered as a v layout by
+// whatever schedule runs, and every rank decodes every block into the dense receive
+// buffer. Encodings, chosen per block (each block says which it uses):
+//   sparse     positions + values or a bitmap + values, whichever is smaller; a block
+//              denser than the break-even point goes dense. Bit-identical (an element is
+//              zero when all its bytes are: -0.0 and NaN are kept).
+//   lossless   LZ4 or Zstandard over the (sparse or dense) block, kept when smaller.
+//   lossy      ZFP, float and double only, opt-in with a stated bound: fixed accuracy
+//              (|decoded - original| <= tolerance for every element) or fixed rate
+//              (bits per value). Never chosen by default; never by the interposer.
+// Every encoded block carries a CRC32C: a corrupt or truncated block is an agx::Error
+// naming the block and its origin, never an overrun of the receive buffer.
+//
+//   agx::EncodeOptions e{.sparse = true};
+//   agx::encoded_allgather(comm, std::span<const float>(mine), std::span<float>(all), e);
+
+#include <mpi.h>
+
+#include <agx/algorithm.hpp>
+#include <agx/allgather.hpp>
+#include <agx/error.hpp>
+#include <agx/options.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+
+namespace agx {
+
+/// Lossless compression of blocks. `automatic`: LZ4 (else Zstandard) where the rule of
+/// docs/fused.md says the link is slower than the compressor; lz4/zstd: always (blocks
+/// of at least min_bytes). A compressor not built in is an agx::Error (MPI_ERR_ARG).
+enum class Lossless { off, automatic, lz4, zstd };
+
+/// Lossy ZFP compression (float and double only).
+struct Lossy {
+  enum class Mode { off, accuracy, rate };
+  Mode mode = Mode::off;
+  /// accuracy: the absolute error bound (> 0); rate: bits per value (0 < rate <= 64).
+  double value = 0;
+};
+
+struct EncodeOptions {
+  bool sparse = false;
+  Lossless lossless = Lossless::off;
+  Lossy lossy = {};
+  /// Blocks smaller than this are never compressed (sparse encoding still applies).
+  std::size_t min_bytes = 64 * 1024;
+};
+
+/// What an encoded all-gather did.
+struct EncodedResult {
+  Algorithm algorithm = Algorithm::automatic;  ///< of the all-gather of encoded blocks
+  bool encoded = false;         ///< false: the rule chose the plain call (nothing encoded)
+  std::size_t plain_bytes = 0;  ///< the dense blocks of all ranks, bytes
+  std::size_t wire_bytes = 0;   ///< the encoded blocks of all ranks, bytes
+};
+
+/// How the encoder may treat an element.
+enum class ElementKind { bytes, float32, float64 };
+
+/// The byte-level entry point: `count` elements of `elem_bytes` per rank; rank i's block
+/// lands at recv + i * count * elem_bytes. `send` null: in place.
+EncodedResult encoded_allgather_bytes(MPI_Comm comm, const void* send, void* recv,
+                                      std::size_t count, std::size_t elem_bytes,
+                                      ElementKind kind, const EncodeOptions& encode,
+                                      const Options& options = {});
+
+/// "lz4 zstd zfp": the codecs this libagx was built with (agx-info prints it).
+std::string codecs_built();
+/// Whether a lossless compressor (lz4 or zstd; automatic: either) is built in.
+bool lossless_available(Lossless l);
+
+/// Typed form: same checks as agx::Allgather<T>'s operator() and in_place().
+template <class T>
+EncodedResult encoded_allgather(MPI_Comm comm, std::span<const T> send, std::span<T> recv,
+                                const EncodeOptions& encode, const Options& options = {}) {
+  static_assert(std::is_trivially_copyable_v<T>, "encoded_allgather needs a trivially copyable T");
+  const int n = detail::comm_size(comm);
+  detail::check_not_null(send, "send");
+  detail::check_not_null(recv, "receive");
+  detail::checked_bytes(send.size(), sizeof(T), "count", 0);
+  std::size_t need = 0;
+  if (__builtin_mul_overflow(send.size(), static_cast<std::size_t>(n), &need) ||
+      recv.size() < need)
+    throw Error(MPI_ERR_COUNT, "agx: receive buffer holds " + std::to_string(recv.size()) +
+                                   " elements, needs " + std::to_string(send.size()) + " x " +
+                                   std::to_string(n));
+  detail::check_total(send.size() * sizeof(T), n);
+  detail::check_no_overlap(send, recv);
+  constexpr ElementKind kind = std::is_same_v<T, float>    ? ElementKind::float32
+                               : std::is_same_v<T, double> ? ElementKind::float64
+                                                           : ElementKind::bytes;
+  return encoded_allgather_bytes(comm, send.data(), recv.data(), send.size(), sizeof(T), kind,
+                                 encode, options);
+}
+
+/// In place: rank r's block (recv.size() / N elements) is already at its place.
+template <class T>
+EncodedResult encoded_allgather_in_place(MPI_Comm comm, std::span<T> recv,
+                                         const EncodeOptions& encode, const Options& options = {}) {
+  const int n = detail::comm_size(comm);
+  detail::check_not_null(recv, "receive");
+  if (recv.size() % static_cast<std::size_t>(n) != 0)
+    throw Error(MPI_ERR_COUNT, "agx: in-place receive size " + std::to_string(recv.size()) +
+                                   " is not a multiple of the rank count " + std::to_string(n));
+  constexpr ElementKind kind = std::is_same_v<T, float>    ? ElementKind::float32
+                               : std::is_same_v<T, double> ? ElementKind::float64
+                                                           : ElementKind::bytes;
+  return encoded_allgather_bytes(comm, nullptr, recv.data(), recv.size() / static_cast<std::size_t>(n),
+                                 sizeof(T), kind, encode, options);
+}
+
+/// The sparse all-gather: encoded_allgather with only the sparse encoding.
+template <class T>
+EncodedResult sparse_allgather(MPI_Comm comm, std::span<const T> send, std::span<T> recv,
+                               const Options& options = {}) {
+  return encoded_allgather(comm, send, recv, EncodeOptions{.sparse = true}, options);
+}
+
+}  // namespace agx

@@ -1,0 +1,56 @@
+#pragma once
+// Block encodings of the encoded all-gather (include/agx/encoded.hpp, docs/fused.md).
+// Each function works on one block; none calls MPI. Decoders never write outside the
+// block they are given and report inconsistent input through `why` (false return).
+
+#include <agx/encoded.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace agx::codec {
+
+/// One rank's block: `count` elements of `elem` bytes.
+struct Spec {
+  std::size_t count = 0;
+  std::size_t elem = 1;
+  ElementKind kind = ElementKind::bytes;
+  std::size_t bytes() const { return count * elem; }
+  /// Bytes of one position in the positions form: 4 while count fits 32 bits, else 8.
+  std::size_t position_bytes() const { return count <= UINT32_MAX ? 4 : 8; }
+  /// The largest payload any form of this block may have (a decoder's bound).
+  std::size_t max_payload() const;
+};
+
+/// How a block's elements are written (before optional lossless packing).
+enum class Form : std::uint8_t { dense = 0, positions = 1, bitmap = 2, zfp = 3 };
+/// Lossless packing of a form's payload.
+enum class Packer : std::uint8_t { none = 0, lz4 = 1, zstd = 2 };
+
+// sparse.cpp
+/// Writes the smallest of dense, positions + values and bitmap + values into `out`
+/// (replacing its content); `nnz` receives the count of non-zero elements.
+Form encode_sparse(const std::byte* block, const Spec& spec, std::vector<std::byte>& out,
+                   std::uint64_t& nnz);
+/// Decodes a dense, positions or bitmap payload of `in_bytes` into out (spec.bytes()).
+bool decode_sparse(Form form, const std::byte* in, std::size_t in_bytes, std::uint64_t nnz,
+                   std::byte* out, const Spec& spec, std::string& why);
+
+// codecs.cpp
+bool packer_available(Packer p);
+/// Packs `n` bytes into `out`; false when not built in or when it does not shrink.
+bool pack(Packer p, const std::byte* in, std::size_t n, std::vector<std::byte>& out);
+/// Unpacks into exactly `out_bytes` bytes at out.
+bool unpack(Packer p, const std::byte* in, std::size_t n, std::byte* out, std::size_t out_bytes,
+            std::string& why);
+bool zfp_available();
+/// ZFP of a float/double block in the mode of `lossy`; false when not built in, the block
+/// holds non-finite values, or it does not shrink.
+bool zfp_encode(const std::byte* block, const Spec& spec, const Lossy& lossy,
+                std::vector<std::byte>& out);
+bool zfp_decode(const std::byte* in, std::size_t n, const Spec& spec, const Lossy& lossy,
+                std::byte* out, std::string& why);
+
+}  // namespace agx::codec

@@ -1,0 +1,241 @@
+// Fused all-gathers (include/agx/fused.hpp, docs/fused.md): K members run as one
+// all-gather over the concatenated layout, whose block i is member 0's block i, then
+// member 1's, ... Two ways to run it:
+//   direct:  the members' receive buffers already hold each rank's pieces back to back:
+//            the fused layout addresses them where they are. The own pieces of
+//            out-of-place members are copied to their places first (what a single
+//            out-of-place call copies too), and the call runs in place.
+//   staged:  otherwise. The own pieces are copied into one staging buffer at the own
+//            fused block, the call runs in place there, and every piece is copied out to
+//            its member's receive buffer (one copy in, one copy out).
+// Both run in place, so that ranks running one way and ranks running the other make the
+// same kind of call (AGX_CHECK compares in-place use across ranks).
+
+#include <agx/error.hpp>
+#include <agx/fused.hpp>
+
+#include "cuda/memory.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace agx {
+
+namespace {
+
+std::byte* piece_address(const FusedPart& p, int block) {
+  return static_cast<std::byte*>(p.buffers.recv) + p.offsets[static_cast<std::size_t>(block)];
+}
+
+/// The fused layout of a group and how it runs.
+struct FusedPlan {
+  int nranks = 0;
+  int rank = 0;
+  std::vector<std::size_t> bytes, offsets;  // fused block i: bytes and offset
+  std::size_t total = 0;
+  bool direct = false;
+  Buffers buffers;  // direct: the members' own memory; staged: filled by the caller
+  Layout layout() const { return Layout::varying(bytes, offsets); }
+};
+
+void check_parts(MPI_Comm comm, std::span<const FusedPart> parts, int& n, int& me) {
+  if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: fused group on MPI_COMM_NULL");
+  if (MPI_Comm_size(comm, &n) != MPI_SUCCESS || MPI_Comm_rank(comm, &me) != MPI_SUCCESS)
+    throw Error(MPI_ERR_COMM, "agx: fused group on an invalid communicator");
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const FusedPart& p = parts[k];
+    if (p.bytes.size() != static_cast<std::size_t>(n) || p.offsets.size() != p.bytes.size())
+      throw Error(MPI_ERR_ARG, "agx: fused member " + std::to_string(k) + " has " +
+                                   std::to_string(p.bytes.size()) + " blocks for " +
+                                   std::to_string(n) + " ranks");
+    if (cuda::is_device_memory(p.buffers.recv) ||
+        (!p.buffers.in_place && cuda::is_device_memory(p.buffers.send)))
+      throw Error(MPI_ERR_BUFFER, "agx: fused member " + std::to_string(k) +
+                                      " is in device memory; fused groups take host buffers");
+  }
+}
+
+/// Whether the members' pieces of every rank lie back to back; then fills the direct
+/// buffers and offsets (relative to the lowest block start).
+bool try_direct(std::span<const FusedPart> parts, FusedPlan& f) {
+  std::vector<std::uintptr_t> start(static_cast<std::size_t>(f.nranks), 0);
+  std::uintptr_t base = UINTPTR_MAX;
+  for (int i = 0; i < f.nranks; ++i) {
+    std::uintptr_t next = 0;  // where the next non-empty piece must begin
+    bool any = false;
+    for (const FusedPart& p : parts) {
+      const std::size_t b = p.bytes[static_cast<std::size_t>(i)];
+      if (b == 0) continue;
+      const auto a = reinterpret_cast<std::uintptr_t>(piece_address(p, i));
+      if (any && a != next) return false;
+      if (!any) start[static_cast<std::size_t>(i)] = a;
+      any = true;
+      next = a + b;
+    }
+    if (any && start[static_cast<std::size_t>(i)] < base) base = start[static_cast<std::size_t>(i)];
+  }
+  if (base == UINTPTR_MAX) base = reinterpret_cast<std::uintptr_t>(parts.front().buffers.recv);
+  for (int i = 0; i < f.nranks; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    f.offsets[u] = f.bytes[u] == 0 ? 0 : start[u] - base;
+  }
+  f.buffers = {nullptr, reinterpret_cast<void*>(base), true};
+  return true;
+}
+
+FusedPlan plan_fused(MPI_Comm comm, std::span<const FusedPart> parts) {
+  FusedPlan f;
+  check_parts(comm, parts, f.nranks, f.rank);
+  f.bytes.assign(static_cast<std::size_t>(f.nranks), 0);
+  f.offsets.assign(static_cast<std::size_t>(f.nranks), 0);
+  for (int i = 0; i < f.nranks; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    for (const FusedPart& p : parts) f.bytes[u] += p.bytes[u];
+    if (__builtin_add_overflow(f.total, f.bytes[u], &f.total))
+      throw Error(MPI_ERR_COUNT, "agx: the fused group's blocks overflow the byte size");
+  }
+  if (parts.empty()) return f;
+  f.direct = try_direct(parts, f);
+  if (!f.direct) {  // staged: rank-major concatenation
+    std::size_t at = 0;
+    for (int i = 0; i < f.nranks; ++i) {
+      f.offsets[static_cast<std::size_t>(i)] = at;
+      at += f.bytes[static_cast<std::size_t>(i)];
+    }
+  }
+  return f;
+}
+
+/// Direct: the own pieces of out-of-place members to their places in the receive buffers.
+void place_own(std::span<const FusedPart> parts, const FusedPlan& f) {
+  for (const FusedPart& p : parts) {
+    const std::size_t b = p.bytes[static_cast<std::size_t>(f.rank)];
+    if (b > 0 && !p.buffers.in_place) std::memcpy(piece_address(p, f.rank), p.buffers.send, b);
+  }
+}
+
+/// Staged: the own pieces into the own fused block of `arena`.
+void pack_own(std::span<const FusedPart> parts, const FusedPlan& f, std::byte* arena) {
+  std::byte* at = arena + f.offsets[static_cast<std::size_t>(f.rank)];
+  for (const FusedPart& p : parts) {
+    const std::size_t b = p.bytes[static_cast<std::size_t>(f.rank)];
+    if (b == 0) continue;
+    const void* from = p.buffers.in_place ? piece_address(p, f.rank) : p.buffers.send;
+    std::memcpy(at, from, b);
+    at += b;
+  }
+}
+
+/// Staged: every piece from `arena` into its member's receive buffer (an in-place
+/// member's own piece is there already).
+void unpack(std::span<const FusedPart> parts, const FusedPlan& f, const std::byte* arena) {
+  for (int i = 0; i < f.nranks; ++i) {
+    const std::byte* at = arena + f.offsets[static_cast<std::size_t>(i)];
+    for (const FusedPart& p : parts) {
+      const std::size_t b = p.bytes[static_cast<std::size_t>(i)];
+      if (b == 0) continue;
+      if (!(i == f.rank && p.buffers.in_place)) std::memcpy(piece_address(p, i), at, b);
+      at += b;
+    }
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+struct FusedState {
+  std::vector<FusedPart> parts;
+  FusedPlan plan;
+  std::vector<std::byte> arena;
+  Request request;  // last: destroyed (waited for) before the arena
+  bool unpacked = false;
+
+  void finish() {
+    if (!unpacked && !plan.direct) unpack(parts, plan, arena.data());
+    unpacked = true;
+  }
+};
+
+void FusedStateDeleter::operator()(FusedState* s) const noexcept {
+  try {
+    if (s->request.active()) s->request.wait();
+    s->finish();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "agx: an unfinished fused request failed: %s\n", e.what());
+  }
+  delete s;
+}
+
+}  // namespace detail
+
+FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
+                                  const Options& options) {
+  FusedPlan f = plan_fused(comm, parts);
+  FusedResult r{Algorithm::automatic, f.direct, f.total};
+  if (parts.empty()) return r;
+  if (f.direct) {
+    place_own(parts, f);
+    r.algorithm = allgather_bytes(comm, f.buffers, f.layout(), options);
+    return r;
+  }
+  std::vector<std::byte> arena(f.total);
+  pack_own(parts, f, arena.data());
+  r.algorithm = allgather_bytes(comm, {nullptr, arena.data(), true}, f.layout(), options);
+  unpack(parts, f, arena.data());
+  return r;
+}
+
+FusedRequest start_fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
+                                         const Options& options) {
+  std::unique_ptr<detail::FusedState, detail::FusedStateDeleter> s(new detail::FusedState);
+  s->parts.assign(parts.begin(), parts.end());
+  s->plan = plan_fused(comm, s->parts);
+  if (s->parts.empty()) {
+    s->unpacked = true;
+    return FusedRequest(std::move(s));
+  }
+  Buffers b = s->plan.buffers;
+  if (s->plan.direct) {
+    place_own(s->parts, s->plan);
+  } else {
+    s->arena.resize(s->plan.total);
+    pack_own(s->parts, s->plan, s->arena.data());
+    b = {nullptr, s->arena.data(), true};
+  }
+  s->request = start_allgather_bytes(comm, b, s->plan.layout(), options);
+  return FusedRequest(std::move(s));
+}
+
+FusedRequest::FusedRequest(std::unique_ptr<detail::FusedState, detail::FusedStateDeleter> s)
+    : state_(std::move(s)) {}
+
+FusedRequest& FusedRequest::operator=(FusedRequest&& other) noexcept {
+  state_ = std::move(other.state_);  // the deleter waits for the one held so far
+  return *this;
+}
+
+FusedRequest::~FusedRequest() = default;
+
+bool FusedRequest::test() {
+  if (!state_ || state_->unpacked) return true;
+  if (!state_->request.test()) return false;
+  state_->finish();
+  return true;
+}
+
+void FusedRequest::wait() {
+  if (!state_ || state_->unpacked) return;
+  state_->request.wait();
+  state_->finish();
+}
+
+bool FusedRequest::active() const { return state_ && !state_->unpacked; }
+
+Algorithm FusedRequest::algorithm() const {
+  return state_ && !state_->parts.empty() ? state_->request.algorithm() : Algorithm::automatic;
+}
+
+}  // namespace agx

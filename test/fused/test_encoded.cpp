@@ -1,0 +1,297 @@
+// The encoded all-gather (agx/encoded.hpp) under mpirun, checked against the MPI
+// library's own MPI_Allgather of the same data:
+//   sparse at densities 0, 0.1%, 10%, 50%, 100% for float, double, bytes and 12-byte
+//     elements, with NaN payloads, -0.0 and negative values; bit-identical, and fewer
+//     bytes on the wire while sparse; in place too; auto, ring and bruck;
+//   lossless LZ4 / Zstandard (forced): exact, smaller for low-entropy data, at most the
+//     header more for random data; `automatic` compresses only where the link is slower
+//     than the compressor (one node: never);
+//   lossy ZFP in fixed-accuracy mode: max error <= bound on smooth and random data, every
+//     rank holds the same result; fixed rate: the wire bytes follow the rate;
+//   bad options are MPI_ERR_ARG.
+// --expect-corrupt R (with AGX_TEST_CORRUPT_BLOCK=R:kind): every rank's call fails with
+// an agx::Error naming block R and its origin, and no byte past the receive buffer moves.
+
+#include <agx/agx.hpp>
+
+#include "../mpi/pattern.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace agx_test;
+
+namespace {
+
+int rank = 0, nranks = 1;
+long passed = 0, failed = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (ok) { ++passed; return; }
+  ++failed;
+  if (failed <= 20) std::fprintf(stderr, "FAIL rank %d N=%d: %s\n", rank, nranks, what.c_str());
+}
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return x;
+}
+
+/// Rank r's block: element i is non-zero with probability `density`; non-zero values
+/// cycle through NaN with a payload, -0.0, negatives and ordinary values.
+template <class T>
+std::vector<T> sparse_block(int r, std::size_t count, double density) {
+  std::vector<T> v(count, T{});
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t h = mix(static_cast<std::uint64_t>(r) << 32 ^ i ^ 0x1234);
+    if (static_cast<double>(h % 1000000) >= density * 1e6) continue;
+    if constexpr (std::is_floating_point_v<T>) {
+      switch (h % 5) {
+        case 0: v[i] = std::numeric_limits<T>::quiet_NaN(); break;
+        case 1: v[i] = -T(0); break;
+        case 2: v[i] = -T(h % 977) / T(7); break;
+        default: v[i] = T(h % 10007) + T(0.25);
+      }
+      if (h % 5 == 0) {  // a NaN with its own payload bits
+        unsigned char b[sizeof(T)];
+        std::memcpy(b, &v[i], sizeof(T));
+        b[0] ^= static_cast<unsigned char>(h >> 8 | 1);
+        std::memcpy(&v[i], b, sizeof(T));
+      }
+    } else {
+      std::memset(&v[i], 0, sizeof(T));
+      auto* b = reinterpret_cast<unsigned char*>(&v[i]);
+      b[h % sizeof(T)] = static_cast<unsigned char>(h >> 16 | 1);
+    }
+  }
+  return v;
+}
+
+template <class T>
+void reference(const std::vector<T>& mine, std::vector<T>& all) {
+  all.resize(mine.size() * static_cast<std::size_t>(nranks));
+  const int bytes = static_cast<int>(mine.size() * sizeof(T));
+  MPI_Allgather(mine.data(), bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, MPI_COMM_WORLD);
+}
+
+template <class T>
+void run_sparse(const char* type, const agx::Options& o, const std::string& algo) {
+  for (double density : {0.0, 0.001, 0.1, 0.5, 1.0}) {
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{4099}}) {
+      const std::string what = std::string("sparse ") + type + " " + algo + " density " +
+                               std::to_string(density) + " count " + std::to_string(count);
+      const std::vector<T> mine = sparse_block<T>(rank, count, density);
+      std::vector<T> want, got(mine.size() * static_cast<std::size_t>(nranks));
+      reference(mine, want);
+      agx::EncodedResult r;
+      try {
+        r = agx::sparse_allgather(MPI_COMM_WORLD, std::span<const T>(mine), std::span<T>(got), o);
+      } catch (const agx::Error& e) {
+        expect(false, what + ": " + e.what());
+        continue;
+      }
+      expect(std::memcmp(want.data(), got.data(), want.size() * sizeof(T)) == 0,
+             what + ": differs from MPI_Allgather");
+      expect(r.encoded, what + ": encoded");
+      if (count == 4099 && density <= 0.1)
+        expect(r.wire_bytes < r.plain_bytes / 2, what + ": sparse blocks are smaller on the wire (" +
+                                                     std::to_string(r.wire_bytes) + " of " +
+                                                     std::to_string(r.plain_bytes) + ")");
+      if (count == 4099 && density == 1.0)
+        expect(r.wire_bytes <= r.plain_bytes + 24 * static_cast<std::size_t>(nranks),
+               what + ": a dense block goes dense");
+      // In place.
+      std::vector<T> inplace(got.size(), T{});
+      std::memcpy(inplace.data() + count * static_cast<std::size_t>(rank), mine.data(), count * sizeof(T));
+      agx::encoded_allgather_in_place(MPI_COMM_WORLD, std::span<T>(inplace),
+                                      agx::EncodeOptions{.sparse = true}, o);
+      expect(std::memcmp(want.data(), inplace.data(), want.size() * sizeof(T)) == 0,
+             what + " in place: differs from MPI_Allgather");
+    }
+  }
+}
+
+template <class T>
+void run_lossless(agx::Lossless l, const char* name) {
+  const std::size_t count = 20000;
+  for (bool compressible : {true, false}) {
+    std::vector<T> mine(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(rank) * 1000003 + i);
+      mine[i] = compressible ? static_cast<T>(i / 64 % 7 + static_cast<std::size_t>(rank))
+                             : static_cast<T>(h);
+    }
+    std::vector<T> want, got(count * static_cast<std::size_t>(nranks));
+    reference(mine, want);
+    const agx::EncodeOptions e{.lossless = l, .min_bytes = 0};
+    const std::string what = std::string(name) + (compressible ? " low-entropy" : " random");
+    const agx::EncodedResult r = agx::encoded_allgather(MPI_COMM_WORLD, std::span<const T>(mine),
+                                                        std::span<T>(got), e);
+    expect(std::memcmp(want.data(), got.data(), want.size() * sizeof(T)) == 0,
+           what + ": differs from MPI_Allgather");
+    if (compressible)
+      expect(r.wire_bytes < r.plain_bytes / 4, what + ": compressed (" + std::to_string(r.wire_bytes) +
+                                                   " of " + std::to_string(r.plain_bytes) + ")");
+    else
+      expect(r.wire_bytes <= r.plain_bytes + 24 * static_cast<std::size_t>(nranks),
+             what + ": incompressible blocks travel as they are");
+  }
+}
+
+template <class T>
+void run_lossy(const char* type, double bound) {
+  const std::size_t count = 10000;
+  for (bool smooth : {true, false}) {
+    std::vector<T> mine(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const double x = static_cast<double>(i) / 100.0 + rank;
+      mine[i] = smooth ? static_cast<T>(std::sin(x) * 3.0 + std::cos(0.3 * x))
+                       : static_cast<T>(static_cast<double>(mix(i * 77 + rank) % 2000001) / 1e6 - 1.0);
+    }
+    std::vector<T> want, got(count * static_cast<std::size_t>(nranks));
+    reference(mine, want);
+    const agx::EncodeOptions e{.lossy = {agx::Lossy::Mode::accuracy, bound}};
+    const agx::EncodedResult r =
+        agx::encoded_allgather(MPI_COMM_WORLD, std::span<const T>(mine), std::span<T>(got), e);
+    double max_err = 0;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      max_err = std::max(max_err, std::fabs(static_cast<double>(want[i]) - static_cast<double>(got[i])));
+    const std::string what = std::string("zfp accuracy ") + type + (smooth ? " smooth" : " random");
+    expect(max_err <= bound, what + ": max error " + std::to_string(max_err) + " > bound " +
+                                 std::to_string(bound));
+    if (smooth)
+      expect(r.wire_bytes < r.plain_bytes / 2, what + ": fewer bytes on the wire (" +
+                                                   std::to_string(r.wire_bytes) + " of " +
+                                                   std::to_string(r.plain_bytes) + ")");
+    // Every rank decoded the same bytes.
+    unsigned long h = 0, lo = 0, hi = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      unsigned long b = 0;
+      std::memcpy(&b, &got[i], sizeof(T) < sizeof(b) ? sizeof(T) : sizeof(b));
+      h = h * 1099511628211ul ^ b;
+    }
+    MPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED_LONG, MPI_MAX, MPI_COMM_WORLD);
+    expect(lo == hi, what + ": every rank holds the same result");
+  }
+  // Fixed rate: 8 bits per value.
+  std::vector<T> mine(4096, T(1.5)), got(4096 * static_cast<std::size_t>(nranks));
+  const agx::EncodedResult r = agx::encoded_allgather(
+      MPI_COMM_WORLD, std::span<const T>(mine), std::span<T>(got),
+      agx::EncodeOptions{.lossy = {agx::Lossy::Mode::rate, 8}});
+  expect(r.wire_bytes <= (4096 + 64) * static_cast<std::size_t>(nranks),
+         std::string("zfp rate 8 ") + type + ": about one byte per value, got " +
+             std::to_string(r.wire_bytes));
+}
+
+int error_of(auto&& f) {
+  try {
+    f();
+  } catch (const agx::Error& e) {
+    return e.error_class();
+  }
+  return MPI_SUCCESS;
+}
+
+void run_bad_options() {
+  std::vector<int> mi(4), ai(4 * static_cast<std::size_t>(nranks));
+  std::vector<float> mf(4), af(4 * static_cast<std::size_t>(nranks));
+  expect(error_of([&] {
+           agx::encoded_allgather(MPI_COMM_WORLD, std::span<const int>(mi), std::span<int>(ai),
+                                  agx::EncodeOptions{.lossy = {agx::Lossy::Mode::accuracy, 1e-3}});
+         }) == MPI_ERR_ARG,
+         "lossy on int elements: MPI_ERR_ARG");
+  expect(error_of([&] {
+           agx::encoded_allgather(MPI_COMM_WORLD, std::span<const float>(mf), std::span<float>(af),
+                                  agx::EncodeOptions{.lossy = {agx::Lossy::Mode::accuracy, 0}});
+         }) == MPI_ERR_ARG,
+         "lossy bound 0: MPI_ERR_ARG");
+  expect(error_of([&] {
+           agx::encoded_allgather(MPI_COMM_WORLD, std::span<const float>(mf),
+                                  std::span<float>(af).first(3), agx::EncodeOptions{.sparse = true});
+         }) == MPI_ERR_COUNT,
+         "receive buffer too small: MPI_ERR_COUNT");
+  // Non-finite values: ZFP is skipped for that block, which then arrives exactly.
+  mf[1] = std::numeric_limits<float>::infinity();
+  std::vector<float> want;
+  reference(mf, want);
+  agx::encoded_allgather(MPI_COMM_WORLD, std::span<const float>(mf), std::span<float>(af),
+                         agx::EncodeOptions{.lossy = {agx::Lossy::Mode::accuracy, 1e-2}});
+  expect(std::memcmp(want.data(), af.data(), af.size() * 4) == 0,
+         "a block with infinity arrives exactly under lossy mode");
+  // automatic on one node: the link is memory, nothing is compressed.
+  std::vector<int> big(1 << 16, 7), all(big.size() * static_cast<std::size_t>(nranks));
+  const agx::EncodedResult r = agx::encoded_allgather(
+      MPI_COMM_WORLD, std::span<const int>(big), std::span<int>(all),
+      agx::EncodeOptions{.lossless = agx::Lossless::automatic});
+  const char* forced = std::getenv("AGX_COMPRESS_BYTES_PER_S");
+  expect(r.encoded == (forced != nullptr && agx::lossless_available(agx::Lossless::automatic)),
+         "automatic compresses only where the rule says the link is slower");
+}
+
+int run_corrupt(int victim) {
+  std::vector<float> mine = sparse_block<float>(rank, 3000, 0.05);
+  const std::size_t bytes = mine.size() * 4 * static_cast<std::size_t>(nranks);
+  Guarded recv(bytes);
+  std::string msg;
+  int code = MPI_SUCCESS;
+  try {
+    agx::sparse_allgather(MPI_COMM_WORLD, std::span<const float>(mine),
+                          std::span<float>(reinterpret_cast<float*>(recv.data()), bytes / 4));
+  } catch (const agx::Error& e) {
+    code = e.error_class();
+    msg = e.what();
+  }
+  const std::string name = "block " + std::to_string(victim) + " (from rank " + std::to_string(victim) + ")";
+  expect(code == MPI_ERR_OTHER, "a corrupt block is MPI_ERR_OTHER, got " + std::to_string(code));
+  expect(msg.find(name) != std::string::npos, "the error names " + name + ": '" + msg + "'");
+  long where = 0;
+  expect(recv.guards_intact(where), "nothing past the receive buffer changed");
+  if (rank == 0) std::printf("corrupt block error: %s\n", msg.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  int victim = -1;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--expect-corrupt" && i + 1 < argc) victim = std::atoi(argv[++i]);
+  if (victim >= 0) {
+    run_corrupt(victim);
+  } else {
+    for (const auto& [o, name] : {std::pair{agx::Options{}, "auto"},
+                                  std::pair{agx::Options{.algorithm = agx::Algorithm::ring}, "ring"},
+                                  std::pair{agx::Options{.algorithm = agx::Algorithm::bruck}, "bruck"}}) {
+      run_sparse<float>("float", o, name);
+      run_sparse<double>("double", o, name);
+      run_sparse<unsigned char>("uint8", o, name);
+      run_sparse<Vec3>("vec3", o, name);
+    }
+    if (agx::lossless_available(agx::Lossless::lz4)) run_lossless<std::int32_t>(agx::Lossless::lz4, "lz4");
+    if (agx::lossless_available(agx::Lossless::zstd)) run_lossless<std::int64_t>(agx::Lossless::zstd, "zstd");
+    if (agx::codecs_built().find("zfp") != std::string::npos) {
+      run_lossy<float>("float", 1e-3);
+      run_lossy<double>("double", 1e-6);
+    }
+    run_bad_options();
+    if (rank == 0) std::printf("codecs built: %s\n", agx::codecs_built().c_str());
+  }
+  long totals[2] = {passed, failed}, sums[2] = {0, 0};
+  MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0)
+    std::printf("test_encoded N=%d: %ld checks passed, %ld failed\n", nranks, sums[0], sums[1]);
+  MPI_Finalize();
+  return sums[1] == 0 ? 0 : 1;
+}

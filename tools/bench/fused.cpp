@@ -1,0 +1,151 @@
+// agx-bench --fused K: K separate calls, one fused call, K MPI_Allgather calls
+// (tools/bench/fused.hpp).
+
+#include "fused.hpp"
+
+#include <agx/agx.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+namespace {
+
+unsigned char value(int k, int rank, std::size_t i) {
+  return static_cast<unsigned char>((k * 131 + rank * 17 + static_cast<int>(i % 251)) & 0xFF);
+}
+
+/// K members of `bytes` per rank: send blocks and receive buffers.
+struct Members {
+  int k = 0, nranks = 1, rank = 0;
+  std::size_t bytes = 0;
+  std::vector<std::vector<unsigned char>> send, recv;
+
+  Members(int k_, std::size_t bytes_, int nranks_, int rank_)
+      : k(k_), nranks(nranks_), rank(rank_), bytes(bytes_),
+        send(static_cast<std::size_t>(k_)), recv(static_cast<std::size_t>(k_)) {
+    for (int m = 0; m < k; ++m) {
+      auto& s = send[static_cast<std::size_t>(m)];
+      s.resize(bytes);
+      for (std::size_t i = 0; i < bytes; ++i) s[i] = value(m, rank, i);
+      recv[static_cast<std::size_t>(m)].assign(bytes * static_cast<std::size_t>(nranks), 0);
+    }
+  }
+  void clear() {
+    for (auto& r : recv) std::fill(r.begin(), r.end(), 0);
+  }
+  bool check() const {
+    for (int m = 0; m < k; ++m)
+      for (int r = 0; r < nranks; ++r)
+        for (std::size_t i = 0; i < bytes; ++i)
+          if (recv[static_cast<std::size_t>(m)][static_cast<std::size_t>(r) * bytes + i] != value(m, r, i))
+            return false;
+    return true;
+  }
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Verifies `call` once (which also warms up), then times it; returns the median of the
+/// slowest rank's seconds per call, or a negative value for a wrong result.
+double measure(MPI_Comm comm, const Settings& s, Members& m, const std::function<void()>& call) {
+  m.clear();
+  double t0 = MPI_Wtime();
+  call();
+  double once = MPI_Wtime() - t0;
+  int ok = m.check() ? 1 : 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  if (!all_ok) return -1;
+  MPI_Allreduce(MPI_IN_PLACE, &once, 1, MPI_DOUBLE, MPI_MAX, comm);
+  const int iters = std::clamp(once > 0 ? static_cast<int>(s.batch_seconds / once) : s.max_iters, 1,
+                               s.max_iters);
+  std::vector<double> samples;
+  for (int p = 0; p < s.passes; ++p)
+    for (int i = 0; i < iters; ++i) {
+      MPI_Barrier(comm);
+      t0 = MPI_Wtime();
+      call();
+      double t = MPI_Wtime() - t0;
+      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+      samples.push_back(t);
+    }
+  ok = m.check() ? 1 : 0;  // and after the last timed call
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  return all_ok ? median(samples) : -1;
+}
+
+}  // namespace
+
+int run_fused(MPI_Comm comm, const Settings& s) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  const int k = s.fused;
+  std::FILE* csv = nullptr;
+  if (rank == 0 && !s.csv.empty()) {
+    csv = std::fopen(s.csv.c_str(), "w");
+    if (csv != nullptr) std::fprintf(csv, "# %s\nN,K,bytes,separate_s,fused_s,mpi_s,status\n", s.command_line.c_str());
+  }
+  if (rank == 0)
+    std::printf("# agx-bench --fused %d, N=%d: median seconds per K calls (slowest rank)\n"
+                "%10s %4s %12s %12s %12s %9s %9s %s\n",
+                k, nranks, "bytes", "K", "separate", "fused", "mpi", "fus/sep", "fus/mpi", "ran");
+  int bad = 0;
+  for (const std::size_t bytes : s.sizes) {
+    Members m(k, bytes, nranks, rank);
+    agx::Algorithm ran = agx::Algorithm::automatic;
+    bool direct = false;
+    std::string error;
+    double sep = -1, fus = -1, mpi = -1;
+    try {
+      sep = measure(comm, s, m, [&] {
+        for (int j = 0; j < k; ++j)
+          agx::allgather(comm, std::span<const unsigned char>(m.send[static_cast<std::size_t>(j)]),
+                         std::span<unsigned char>(m.recv[static_cast<std::size_t>(j)]));
+      });
+      agx::Group g(comm);
+      for (int j = 0; j < k; ++j)
+        g.add(std::span<const unsigned char>(m.send[static_cast<std::size_t>(j)]),
+              std::span<unsigned char>(m.recv[static_cast<std::size_t>(j)]));
+      fus = measure(comm, s, m, [&] {
+        const agx::FusedResult r = g.run();
+        ran = r.algorithm;
+        direct = r.direct;
+      });
+    } catch (const agx::Error& e) {
+      error = e.what();
+    }
+    if (s.mpi)
+      mpi = measure(comm, s, m, [&] {
+        const int c = static_cast<int>(bytes);
+        for (int j = 0; j < k; ++j)
+          PMPI_Allgather(m.send[static_cast<std::size_t>(j)].data(), c, MPI_BYTE,
+                         m.recv[static_cast<std::size_t>(j)].data(), c, MPI_BYTE, comm);
+      });
+    const bool wrong = sep < 0 || fus < 0 || (s.mpi && mpi < 0) || !error.empty();
+    bad += wrong;
+    if (rank != 0) continue;
+    const std::string status = !error.empty() ? "error: " + error : wrong ? "WRONG" : "ok";
+    std::printf("%10zu %4d %12.3e %12.3e %12.3e %9.2f %9.2f %s%s%s\n", bytes, k, sep, fus, mpi,
+                sep > 0 ? fus / sep : 0.0, mpi > 0 ? fus / mpi : 0.0,
+                std::string(agx::to_string(ran)).c_str(), direct ? " direct" : " staged",
+                status == "ok" ? "" : ("  " + status).c_str());
+    if (csv != nullptr)
+      std::fprintf(csv, "%d,%d,%zu,%.9e,%.9e,%.9e,%s\n", nranks, k, bytes, sep, fus, mpi, status.c_str());
+  }
+  if (csv != nullptr) std::fclose(csv);
+  if (rank == 0 && bad > 0) std::fprintf(stderr, "agx-bench: %d size(s) WRONG or failed\n", bad);
+  return bad > 0 ? 1 : 0;
+}
+
+}  // namespace bench
