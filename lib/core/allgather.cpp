@@ -16,7 +16,6 @@
 #include "cuda/device_path.hpp"
 #include "hier/hier.hpp"
 
-#include <sched.h>
 
 namespace agx {
 
@@ -40,14 +39,7 @@ void run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buf
   Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
               config().max_message_bytes, Checks::of(a.id));
   e.start();
-  if (!detail::progress_pending()) {
-    e.wait();
-    return;
-  }
-  while (!e.test()) {
-    detail::progress_all();
-    sched_yield();
-  }
+  wait_blocking(e);
 }
 
 }  // namespace agx

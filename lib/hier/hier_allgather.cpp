@@ -167,7 +167,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
                                     "its ranks and blocks count nodes"));
     e.start();
     copy_out_local(h, c);  // overlaps the first round on the wire
-    e.wait();
+    wait_blocking(e);
     h.finish_ready(gen);
   } else {
     copy_out_local(h, c);

@@ -5,6 +5,7 @@
 
 #include <agx/error.hpp>
 
+#include "core/nonblocking.hpp"
 #include "hier/wait.hpp"
 
 #include <sys/uio.h>
@@ -24,6 +25,22 @@ const std::byte* own_source(const StagedCall& c, int rank) {
 
 std::byte* recv_at(const Buffers& b, const Layout& l, int rank) {
   return static_cast<std::byte*>(b.recv) + l.offset(rank);
+}
+
+// Every wait of these blocking stages also advances the process's running nonblocking
+// calls (core/nonblocking.hpp): this rank's own flag watermarks, or a peer, may wait for
+// one of them (start(A); blocking call; wait(A) on one rank, start(A); wait(A) on
+// another). While any runs, waiters yield instead of sleeping, so that MPI progresses.
+template <class Pred, class Stalled>
+void wait_advancing(const HierContext& h, Pred ready, Stalled stalled) {
+  const bool pending = detail::progress_pending();
+  wait_until(pending ? nullptr : h.sleep_signal(),
+             [&] {
+               if (ready()) return true;
+               if (pending) detail::progress_all();
+               return ready();
+             },
+             stalled);
 }
 
 // Copies blocks `ranks` (communicator ranks, increasing) from the segment to the
@@ -88,8 +105,8 @@ void wait_progress(const HierContext& h, int j, std::uint64_t mark, const char* 
   const Slot& s = h.slot(j);
   std::uint64_t seen = 0;
   bool checked = false;
-  wait_until(
-      h.sleep_signal(),
+  wait_advancing(
+      h,
       [&] {
         seen = s.progress.load(std::memory_order_acquire);
         if (!checked && (seen >> 32) >= e.gen) {
@@ -184,7 +201,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
 void copy_out_remote(HierContext& h, const StagedCall& c) {
   for (int l = 0; l < h.leaders; ++l) {
     const Slot& s = h.slot(l);
-    wait_until(h.sleep_signal(), [&] { return s.ready.load(std::memory_order_acquire) >= c.gen; },
+    wait_advancing(h, [&] { return s.ready.load(std::memory_order_acquire) >= c.gen; },
                [&](double seconds) {
                  h.stalled("copy-out of the other nodes' blocks",
                            "the ready flag of leader " + h.local_name(l) + " to reach call " +
@@ -229,7 +246,7 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
     const int r = members[static_cast<std::size_t>(j)];
     const InlineBlock& b = h.slot(j).inline_data[parity];
     std::uint64_t seen = 0;
-    wait_until(h.sleep_signal(), [&] { return ((seen = b.seq.load(std::memory_order_acquire)) >> bits) >= gen; },
+    wait_advancing(h, [&] { return ((seen = b.seq.load(std::memory_order_acquire)) >> bits) >= gen; },
                [&](double seconds) {
                  h.stalled("inline exchange (blocks in the flag lines)",
                            "the inline block flag of " + h.local_name(j) + " to reach call " +
@@ -285,7 +302,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
   h.finish_done(gen);
   for (int j = 0; j < n; ++j) {
     const Slot& s = h.slot(j);
-    wait_until(h.sleep_signal(), [&] { return s.done.load(std::memory_order_acquire) >= gen; },
+    wait_advancing(h, [&] { return s.done.load(std::memory_order_acquire) >= gen; },
                [&](double seconds) {
                  h.stalled("single copy: end of reading",
                            "the done flag of " + h.local_name(j) + " to reach call " +
