@@ -160,8 +160,22 @@ class Single final : public Operation {
 
  private:
   void do_start() override {
-    // Device buffers: the device path (lib/cuda) runs whole, here.
-    if (cuda::run_if_device(*ctx_, choice(), buffers_, this->layout())) return;
+    // Device buffers: lib/cuda's agreement on memory kinds is posted here and settled by
+    // do_test (it never blocks a start); the device path then runs whole there.
+    device_.emplace(*ctx_, choice(), buffers_, this->layout());
+    device_settled();
+  }
+  /// False while lib/cuda's agreement is open; once settled, the device path has run
+  /// or the host start below has been made.
+  bool device_settled() {
+    if (!device_) return true;
+    const std::optional<bool> on_device = device_->test();
+    if (!on_device) return false;
+    device_.reset();
+    if (!*on_device) start_host();
+    return true;
+  }
+  void start_host() {
     if (is_node_path(algorithm())) {  // the node schedule on the round engine
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, this->layout());
       return;
@@ -171,6 +185,7 @@ class Single final : public Operation {
     execution_->start();
   }
   bool do_test() override {
+    if (!device_settled()) return false;
     if (node_) return hier::test_node_call(*node_);
     return !execution_ || execution_->test();
   }
@@ -179,6 +194,7 @@ class Single final : public Operation {
   Buffers buffers_;
   std::optional<Execution> execution_;
   hier::NodeCallPtr node_;
+  std::optional<cuda::DeviceCall> device_;  // the start's open device agreement
 };
 
 }  // namespace
