@@ -8,6 +8,8 @@
 #include <agx/error.hpp>
 #include <agx/request.hpp>
 
+#include <algorithm>
+
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"
@@ -92,6 +94,21 @@ OwnedLayout::OwnedLayout(const Layout& l) {
 }
 
 namespace detail {
+namespace {
+
+/// The operations whose mutex this thread holds: progress_all skips them (a start's
+/// device agreement advances the other requests while the start holds its own
+/// operation; try_lock on a mutex the thread holds is undefined behaviour).
+thread_local std::vector<const Operation*> held_here;
+
+struct Held {
+  explicit Held(const Operation* op) { held_here.push_back(op); }
+  ~Held() { held_here.pop_back(); }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+};
+
+}  // namespace
 
 void Operation::set_active(bool on) {
   if (active_.exchange(on) != on) progress_count_active(on ? 1 : -1);
@@ -100,6 +117,7 @@ void Operation::set_active(bool on) {
 void Operation::start() {
   {
     std::lock_guard lock(mutex_);
+    const Held held(this);
     if (active_)
       throw Error(MPI_ERR_REQUEST, "agx: start() while the previous start is still running");
     failure_ = nullptr;
@@ -120,6 +138,7 @@ void Operation::rethrow_failure() {
 
 bool Operation::test() {
   std::lock_guard lock(mutex_);
+  const Held held(this);
   rethrow_failure();
   if (!active_) return true;
   try {
@@ -141,8 +160,10 @@ void Operation::wait() {
 }
 
 void Operation::try_progress() noexcept {
+  if (std::find(held_here.begin(), held_here.end(), this) != held_here.end()) return;
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock || !active_ || failure_) return;
+  const Held held(this);
   try {
     if (do_test()) set_active(false);
   } catch (...) {
@@ -160,22 +181,9 @@ class Single final : public Operation {
 
  private:
   void do_start() override {
-    // Device buffers: lib/cuda's agreement on memory kinds is posted here and settled by
-    // do_test (it never blocks a start); the device path then runs whole there.
-    device_.emplace(*ctx_, choice(), buffers_, this->layout());
-    device_settled();
-  }
-  /// False while lib/cuda's agreement is open; once settled, the device path has run
-  /// or the host start below has been made.
-  bool device_settled() {
-    if (!device_) return true;
-    const std::optional<bool> on_device = device_->test();
-    if (!on_device) return false;
-    device_.reset();
-    if (!*on_device) start_host();
-    return true;
-  }
-  void start_host() {
+    // Device buffers: the device path (lib/cuda) runs whole, here (its agreement on
+    // memory kinds advances every other running request while it waits).
+    if (cuda::run_if_device(*ctx_, choice(), buffers_, this->layout())) return;
     if (is_node_path(algorithm())) {  // the node schedule on the round engine
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, this->layout());
       return;
@@ -185,7 +193,6 @@ class Single final : public Operation {
     execution_->start();
   }
   bool do_test() override {
-    if (!device_settled()) return false;
     if (node_) return hier::test_node_call(*node_);
     return !execution_ || execution_->test();
   }
@@ -194,7 +201,6 @@ class Single final : public Operation {
   Buffers buffers_;
   std::optional<Execution> execution_;
   hier::NodeCallPtr node_;
-  std::optional<cuda::DeviceCall> device_;  // the start's open device agreement
 };
 
 }  // namespace

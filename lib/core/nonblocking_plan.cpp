@@ -176,26 +176,9 @@ class Persistent final : public Operation {
     if (failed_)
       throw Error(MPI_ERR_REQUEST,
                   "agx: start() on a plan whose earlier start failed; make a new plan");
-    // Device buffers: lib/cuda's agreement on memory kinds is posted here and settled by
-    // test() (it never blocks a start); the device path then runs whole there.
-    on_device_ = false;
-    device_.emplace(*ctx_, choice(), buffers_, layout());
-    device_settled();
-  }
-
-  /// False while lib/cuda's agreement is open; once settled, the device path has run
-  /// (on_device_) or the host start below has been made.
-  bool device_settled() {
-    if (!device_) return true;
-    const std::optional<bool> on = device_->test();
-    if (!on) return false;
-    device_.reset();
-    on_device_ = *on;
-    if (!on_device_) start_host();
-    return true;
-  }
-
-  void start_host() {
+    // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
+    on_device_ = cuda::run_if_device(*ctx_, choice(), buffers_, layout());
+    if (on_device_) return;
     if (is_node_path(algorithm())) {
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, layout());
       return;
@@ -216,7 +199,6 @@ class Persistent final : public Operation {
   }
 
   bool do_test() override {
-    if (!device_settled()) return false;
     if (on_device_) return true;
     if (is_node_path(algorithm())) return hier::test_node_call(*node_);
     try {
@@ -253,7 +235,6 @@ class Persistent final : public Operation {
   std::vector<MPI_Datatype> types_;
   std::size_t round_ = 0;
   bool on_device_ = false;  ///< the last start ran the device path (complete)
-  std::optional<cuda::DeviceCall> device_;  ///< the start's open device agreement
   bool round_started_ = false;  ///< rounds_[round_] was started and is not yet complete
   bool failed_ = false;
   hier::NodeCallPtr node_;  ///< the running start of a node path

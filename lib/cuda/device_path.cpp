@@ -85,7 +85,9 @@ CommState& state_of(CommContext& ctx) {
   check_mpi(MPI_Iallreduce(mine, all, 3, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
             "MPI_Iallreduce");
   wait_progressing(r);
-  auto* st = new CommState{all[0] != 0 && !s.off, all[1] != -all[2]};
+  auto* st = new CommState();
+  st->device_calls = all[0] != 0 && !s.off;
+  st->settings_differ = all[1] != -all[2];
   check_mpi(MPI_Comm_set_attr(ctx.comm(), keyval, st), "MPI_Comm_set_attr");
   return *st;
 }
@@ -187,8 +189,9 @@ DeviceCall::~DeviceCall() {
 std::optional<bool> DeviceCall::test() {
   if (result_) return result_;
   int done = 0;
-  check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
-  if (!done) return std::nullopt;
+  if (request_ != MPI_REQUEST_NULL)
+    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  if (request_ != MPI_REQUEST_NULL) return std::nullopt;
   result_ = false;
   if (agreed_[0] == 0) return result_;
   const CudaSettings& s = cuda_settings();

@@ -23,7 +23,9 @@ namespace agx::cuda {
 /// whether any rank sees a GPU and on the settings that must match (AGX_CUDA,
 /// AGX_CUDA_PATH, AGX_CUDA_CHUNK_BYTES), progressing agx's other requests meanwhile.
 /// Without CUDA, or when no rank has a GPU, it is decided at once ("host") without any
-/// MPI call after that first one.
+/// MPI call after that first one. Callers settle it before their next call on the
+/// communicator (run_if_device, and lib/core's starts through it), so agreements and
+/// what follows them keep the order of the calls on every rank.
 class DeviceCall {
  public:
   DeviceCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout);

@@ -11,7 +11,12 @@
 //             ranks return with an error instead of hanging (AGX_TIMEOUT)
 //   settings  AGX_CUDA_PATH differs between ranks: MPI_ERR_ARG on every rank
 //   device    contexts only on the device each rank set (cudaSetDevice), none on others
-// A watchdog ends a hung case after 60 s (exit 3).
+//   choice    a large single-node call on device buffers, automatic path: IPC (node
+//             algorithms priced from their schedules, not as free)
+//   progress  host buffers: rank 0 starts, then MPI_Ssend to rank 1, which receives
+//             before it starts (a start must not wait for the other ranks); KNOWN to
+//             hang on a GPU node (registered should_fail, docs/gpu.md)
+// A watchdog ends a hung case after 60 s (TEST_FAKE_WATCHDOG seconds; exit 3).
 
 #include <agx/agx.hpp>
 
@@ -247,6 +252,39 @@ void case_device() {
   ok(cudaFree(recv), "cudaFree");
 }
 
+void case_choice() {
+  const std::size_t block = std::size_t{8} << 20, total = block * static_cast<std::size_t>(size_);
+  void *send = nullptr, *recv = nullptr;
+  ok(cudaMalloc(&send, block), "cudaMalloc");
+  ok(cudaMalloc(&recv, total), "cudaMalloc");
+  fill_send(send, block);
+  agx::Allgather<unsigned char> g(MPI_COMM_WORLD);
+  const agx::Algorithm a =
+      g(std::span<const unsigned char>(static_cast<const unsigned char*>(send), block),
+        std::span<unsigned char>(static_cast<unsigned char*>(recv), total));
+  check(recv, total, block, plain_displs(block), "auto path");
+  const auto path = agx::cuda::last_path();
+  if (!path || *path != agx::cuda::Path::ipc)
+    fail(std::string("8 MiB per rank on one node took ") +
+         (path ? std::string(agx::cuda::to_string(*path)) : std::string("no device path")) +
+         " with " + std::string(agx::to_string(a)) + ", not ipc");
+  ok(cudaFree(send), "cudaFree");
+  ok(cudaFree(recv), "cudaFree");
+}
+
+void case_progress() {
+  const std::size_t n = 256;
+  std::vector<int> s(n, rank_), r(n * static_cast<std::size_t>(size_));
+  agx::Allgather<int> g(MPI_COMM_WORLD, {agx::Algorithm::ring});
+  g(s, r);  // the communicator's first call (blocking by design) is made first
+  if (rank_ == 1) MPI_Recv(nullptr, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  agx::Request q = g.start(s, r);
+  if (rank_ == 0) MPI_Ssend(nullptr, 0, MPI_BYTE, 1, 99, MPI_COMM_WORLD);
+  q.wait();
+  for (int p = 0; p < size_; ++p)
+    if (r[static_cast<std::size_t>(p) * n] != p) fail("data of rank " + std::to_string(p));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,7 +296,8 @@ int main(int argc, char** argv) {
     (void)!write(2, msg, sizeof msg - 1);
     std::_Exit(3);
   });
-  alarm(60);
+  const char* watchdog = std::getenv("TEST_FAKE_WATCHDOG");
+  alarm(watchdog != nullptr ? static_cast<unsigned>(std::atoi(watchdog)) : 60u);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -271,6 +310,8 @@ int main(int argc, char** argv) {
   else if (which == "error") case_error();
   else if (which == "settings") case_settings();
   else if (which == "device") case_device();
+  else if (which == "choice") case_choice();
+  else if (which == "progress") case_progress();
   else {
     std::fprintf(stderr, "test_fake: unknown --case=%s\n", which.c_str());
     return 2;
