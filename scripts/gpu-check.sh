@@ -10,8 +10,10 @@
 #      path forced and auto (device, managed, pinned, mixed host/device; float, __half,
 #      __nv_bfloat16; out of place, in place, v, start, plan), per-rank displacements
 #      and sub-allocation offsets on the IPC path (test_fake --case=displs runs on a real
-#      GPU too), the aware path's own block, MPI_Allgather on device pointers through the
-#      interposer, and the host mpi and nb programs on this GPU node;
+#      GPU too), the aware path's own block, a kernel still running on the default stream
+#      when the call is made and cudaMallocAsync buffers (the IPC fallback) on each path
+#      (test_gpu_streams), MPI_Allgather on device pointers through the interposer, and
+#      the host mpi and nb programs on this GPU node;
 #   3. times each path against the synchronized device-to-device copy bound
 #      (agx-gpu-bench, 4 KiB to 256 MiB per rank).
 # Exit status 0 when every check passed.
@@ -45,7 +47,8 @@ rc=$?
 cp -r "$build/meson-logs" "$out/" 2>/dev/null
 [ $rc -eq 0 ] || { say "gpu-check: meson setup failed"; exit 1; }
 ninja -C "$build" -j 16 lib/pmpi/libagx_pmpi.so test/cuda/test_seam test/cuda/test_cuda_runtime \
-  test/cuda/test_fake test/cuda/agx-gpu-bench test/nb/test_nb test/mpi/test_allgather ||
+  test/cuda/test_fake test/cuda/test_gpu_streams test/cuda/agx-gpu-bench test/nb/test_nb \
+  test/mpi/test_allgather ||
   { say "gpu-check: build failed"; exit 1; }
 say "gpu-check: build $(( $(date +%s) - t0 )) s"
 mpirun=$(command -v mpirun.openmpi || command -v mpirun)
@@ -64,7 +67,11 @@ for np in 1 2 4 8; do
     check "runtime $path np$np" run -np $np -x AGX_CUDA_PATH=$path -x AGX_VERBOSE=1 $t/test_cuda_runtime
   done
   [ $np -gt 1 ] && check "ipc displacements np$np" run -np $np -x AGX_CUDA_PATH=ipc $t/test_fake --case=displs
-  check "aware own block np$np" run -np $np -x AGX_CUDA_PATH=aware -x AGX_CUDA_AWARE_MPI=1 $t/test_fake --case=aware
+  check "aware own block np$np" run -np $np -x AGX_CUDA_PATH=aware -x AGX_CUDA_AWARE_MPI=1 \
+    -x AGX_ALGO=ring $t/test_fake --case=aware
+  for path in auto staging ipc; do  # a kernel pending on the default stream; cudaMallocAsync
+    check "streams $path np$np" run -np $np -x AGX_CUDA_PATH=$path $t/test_gpu_streams
+  done
   check "interposer np$np" run -np $np -x LD_PRELOAD=$PWD/$build/lib/pmpi/libagx_pmpi.so $t/test_cuda_runtime --mpi
 done
 check "host nb np4" run -np 4 $build/test/nb/test_nb
