@@ -8,6 +8,8 @@
 #include <agx/error.hpp>
 #include <agx/request.hpp>
 
+#include <algorithm>
+
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"
@@ -99,6 +101,21 @@ OwnedLayout::OwnedLayout(const Layout& l) {
 }
 
 namespace detail {
+namespace {
+
+/// The operations whose mutex this thread holds: progress_all skips them (a start's
+/// device agreement advances the other requests while the start holds its own
+/// operation; try_lock on a mutex the thread holds is undefined behaviour).
+thread_local std::vector<const Operation*> held_here;
+
+struct Held {
+  explicit Held(const Operation* op) { held_here.push_back(op); }
+  ~Held() { held_here.pop_back(); }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+};
+
+}  // namespace
 
 void Operation::set_active(bool on) {
   if (active_.exchange(on) != on) progress_count_active(on ? 1 : -1);
@@ -107,6 +124,7 @@ void Operation::set_active(bool on) {
 void Operation::start() {
   {
     std::lock_guard lock(mutex_);
+    const Held held(this);
     if (active_)
       throw Error(MPI_ERR_REQUEST, "agx: start() while the previous start is still running");
     failure_ = nullptr;
@@ -127,6 +145,7 @@ void Operation::rethrow_failure() {
 
 bool Operation::test() {
   std::lock_guard lock(mutex_);
+  const Held held(this);
   rethrow_failure();
   if (!active_) return true;
   try {
@@ -148,8 +167,10 @@ void Operation::wait() {
 }
 
 void Operation::try_progress() noexcept {
+  if (std::find(held_here.begin(), held_here.end(), this) != held_here.end()) return;
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock || !active_ || failure_) return;
+  const Held held(this);
   try {
     if (do_test()) set_active(false);
   } catch (...) {
@@ -167,7 +188,8 @@ class Single final : public Operation {
 
  private:
   void do_start() override {
-    // Device buffers: the device path (lib/cuda) runs whole, here.
+    // Device buffers: the device path (lib/cuda) runs whole, here (its agreement on
+    // memory kinds advances every other running request while it waits).
     if (cuda::run_if_device(*ctx_, choice(), buffers_, this->layout())) return;
     if (is_node_path(algorithm())) {  // the node schedule on the round engine
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, this->layout());

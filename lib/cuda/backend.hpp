@@ -23,11 +23,19 @@ void copy_sync(void* dst, const void* src, std::size_t bytes);
 /// Waits for the caller's work on the legacy default stream.
 void wait_caller_stream();
 
+/// The calling thread's current CUDA device (cudaGetDevice: creates no context).
+int current_device();
+/// Makes `device` current on the calling thread when it is not (the device path may run
+/// on agx's progress thread, whose current device is not the caller's).
+void set_device(int device);
+
 /// What a rank publishes for CUDA IPC: its receive allocation and its ready event.
 struct IpcExport {
   unsigned char memory[64];  ///< cudaIpcMemHandle_t of the receive allocation
   unsigned char event[64];   ///< cudaIpcEventHandle_t of this process's ready event
-  std::uint64_t offset;      ///< receive buffer start within that allocation
+  std::uint64_t offset;      ///< this rank's own block within that allocation
+  std::uint64_t base;        ///< that allocation's address in this rank (cache key)
+  std::int64_t owner;        ///< this process (cache key; one node)
   std::int32_t ok;           ///< 0: this rank cannot take part
   std::int32_t device;       ///< CUDA device ordinal (informational)
 };
@@ -38,9 +46,12 @@ struct IpcExport {
 bool ipc_begin(const void* send, void* recv, bool in_place, std::size_t own_offset,
                std::size_t own_bytes, IpcExport& out);
 
-/// A peer's receive allocation and ready event, opened once and cached per handle.
+/// Most peer allocations kept mapped (ipc_cuda.cu); more only while one call needs them.
+inline constexpr std::size_t ipc_cache_entries = 16;
+
+/// A peer's receive allocation and ready event, opened once and cached (ipc_cuda.cu).
 struct IpcPeer {
-  std::byte* base = nullptr;  ///< the peer's receive buffer start in this process
+  std::byte* base = nullptr;  ///< the peer's own block (in its receive buffer) in this process
   void* event = nullptr;      ///< cudaEvent_t
 };
 /// Opens (or finds in the cache) a peer's export; base == nullptr when impossible.

@@ -1,5 +1,7 @@
-// run_if_device: memory kinds agreed per call, then one of the three paths
-// (docs/gpu.md). Every rank takes the same decisions from the same agreed inputs:
+// DeviceCall: memory kinds agreed per call (a nonblocking allreduce, progressed by the
+// caller's test/wait), then one of the three paths (docs/gpu.md). Once per communicator
+// the ranks agree on whether any sees a GPU and on the settings that must match. Every
+// rank takes the same decisions from the same agreed inputs:
 //   agreed = MAX over ranks of {has device buffers, recv not IPC-able, MPI not aware}
 //   nobody has device buffers          -> false (host path, unchanged)
 //   forced path (AGX_CUDA_PATH)        -> that path when it can serve, else staging
@@ -15,6 +17,7 @@
 #include "core/config.hpp"
 #include "core/executor.hpp"
 #include "core/mpi_check.hpp"
+#include "core/nonblocking.hpp"
 #include "core/select.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/memory.hpp"
@@ -27,6 +30,8 @@
 #include <mpi-ext.h>
 #endif
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -35,14 +40,33 @@
 namespace agx::cuda {
 namespace {
 
-/// Per communicator: whether any rank sees a GPU (asked once, collectively).
+/// Per communicator, agreed at its first call: whether calls agree on memory kinds.
 struct CommState {
-  bool any_gpu = false;
+  bool device_calls = false;  ///< some rank sees a GPU and AGX_CUDA is not off
+  bool settings_differ = false;
 };
 
 int delete_state(MPI_Comm, int, void* attr, void*) {
   delete static_cast<CommState*>(attr);
   return MPI_SUCCESS;
+}
+
+/// The settings every rank of a call must share, as one exact number.
+long long settings_word(const CudaSettings& s) {
+  const long long path = s.forced ? static_cast<long long>(*s.forced) + 1 : 0;
+  return (s.off ? 1 : 0) | (s.invalid_path.empty() ? 0 : 2) | path << 2 |
+         static_cast<long long>(s.chunk_bytes) << 4;
+}
+
+/// Waits for `r`, advancing agx's running requests meanwhile (core/nonblocking.hpp).
+void wait_progressing(MPI_Request& r) {
+  for (;;) {
+    int done = 0;
+    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    detail::progress_all();
+    sched_yield();
+  }
 }
 
 CommState& state_of(CommContext& ctx) {
@@ -54,11 +78,18 @@ CommState& state_of(CommContext& ctx) {
   int found = 0;
   check_mpi(MPI_Comm_get_attr(ctx.comm(), keyval, &attr, &found), "MPI_Comm_get_attr");
   if (found) return *static_cast<CommState*>(attr);
-  int local = device_count() > 0 ? 1 : 0, any = 0;
-  check_mpi(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, ctx.comm()), "MPI_Allreduce");
-  auto* s = new CommState{any != 0};
-  check_mpi(MPI_Comm_set_attr(ctx.comm(), keyval, s), "MPI_Comm_set_attr");
-  return *s;
+  const CudaSettings& s = cuda_settings();
+  const long long word = settings_word(s);
+  long long mine[3] = {device_count() > 0 ? 1 : 0, word, -word}, all[3] = {0, 0, 0};
+  MPI_Request r = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(mine, all, 3, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
+            "MPI_Iallreduce");
+  wait_progressing(r);
+  auto* st = new CommState();
+  st->device_calls = all[0] != 0 && !s.off;
+  st->settings_differ = all[1] != -all[2];
+  check_mpi(MPI_Comm_set_attr(ctx.comm(), keyval, st), "MPI_Comm_set_attr");
+  return *st;
 }
 
 /// Whether this process's MPI library moves device memory itself.
@@ -118,31 +149,64 @@ void run_local(CommContext& ctx, Path p, const AlgorithmChoice& choice, const Bu
 
 std::optional<Path> last_path() { return last; }
 
-bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
-                   const Layout& layout) {
-  const CudaSettings& s = cuda_settings();
-  if (!built_with_cuda() || s.off) return false;
-  if (!state_of(ctx).any_gpu) return false;
-
+DeviceCall::DeviceCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                       const Layout& layout)
+    : ctx_(ctx), choice_(a), buffers_(buffers), layout_(layout) {
+  if (!built_with_cuda()) {
+    result_ = false;
+    return;
+  }
+  const CommState& state = state_of(ctx);
+  if (state.settings_differ)
+    throw Error(MPI_ERR_ARG,
+                "agx: AGX_CUDA, AGX_CUDA_PATH and AGX_CUDA_CHUNK_BYTES must be the same on every "
+                "rank of the communicator; they differ");
+  if (!state.device_calls) {
+    result_ = false;
+    return;
+  }
   const int me = ctx.rank();
   bool any_bytes = false;
   for (int r = 0; r < layout.nranks() && !any_bytes; ++r) any_bytes = layout.bytes(r) > 0;
   const MemoryKind send_kind = !buffers.in_place && layout.bytes(me) > 0
                                    ? memory_kind(buffers.send) : MemoryKind::host;
   const MemoryKind recv_kind = any_bytes ? memory_kind(buffers.recv) : MemoryKind::host;
-  const bool local_device = needs_device_path(send_kind) || needs_device_path(recv_kind);
-  int mine[3] = {local_device ? 1 : 0, recv_kind != MemoryKind::device ? 1 : 0,
-                 mpi_is_cuda_aware() ? 0 : 1};
-  int agreed[3] = {0, 0, 0};
-  check_mpi(MPI_Allreduce(mine, agreed, 3, MPI_INT, MPI_MAX, ctx.comm()), "MPI_Allreduce");
-  if (agreed[0] == 0) return false;
+  local_device_ = needs_device_path(send_kind) || needs_device_path(recv_kind);
+  if (local_device_) device_ = backend::current_device();
+  mine_[0] = local_device_ ? 1 : 0;
+  mine_[1] = recv_kind != MemoryKind::device ? 1 : 0;
+  mine_[2] = mpi_is_cuda_aware() ? 0 : 1;
+  check_mpi(MPI_Iallreduce(mine_, agreed_, 3, MPI_INT, MPI_MAX, ctx.comm(), &request_),
+            "MPI_Iallreduce");
+}
+
+DeviceCall::~DeviceCall() {
+  // A collective request cannot be cancelled: one left open (an exception elsewhere)
+  // is completed, and every rank posted it.
+  if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+}
+
+std::optional<bool> DeviceCall::test() {
+  if (result_) return result_;
+  int done = 0;
+  if (request_ != MPI_REQUEST_NULL)
+    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  if (request_ != MPI_REQUEST_NULL) return std::nullopt;
+  result_ = false;
+  if (agreed_[0] == 0) return result_;
+  const CudaSettings& s = cuda_settings();
   if (!s.invalid_path.empty())
     throw Error(MPI_ERR_ARG, "agx: AGX_CUDA_PATH='" + s.invalid_path +
                                  "' names no path (aware, staging, ipc, auto)");
+  CommContext& ctx = ctx_;
+  const AlgorithmChoice& a = choice_;
+  const Buffers& buffers = buffers_;
+  const Layout& layout = layout_;
+  if (local_device_) backend::set_device(device_);  // the caller's, on any thread
 
   PathOptions allowed;
-  allowed.aware = agreed[2] == 0;
-  allowed.ipc = agreed[1] == 0 && ctx.selector().placement().nodes() == 1 && ctx.size() > 1;
+  allowed.aware = agreed_[2] == 0;
+  allowed.ipc = agreed_[1] == 0 && ctx.selector().placement().nodes() == 1 && ctx.size() > 1;
   StagingSettings st;
   st.chunk_bytes = s.chunk_bytes;
   st.piece_bytes = std::min(config().max_message_bytes, s.chunk_bytes);
@@ -158,16 +222,27 @@ bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& bu
                           buffers.in_place, ctx.selector().stage());
     p = choose_path(allowed, schedule_s, layout, st.piece_bytes);
   }
+  result_ = true;
   if (p == Path::ipc) {
     if (run_ipc(ctx, buffers, layout)) {
       announce(ctx, p, a, "");
-      return true;
+      return result_;
     }
     p = Path::staging;  // some rank cannot map a peer: every rank falls back
   }
   announce(ctx, p, a, s.forced && *s.forced != p ? " (forced path cannot serve)" : "");
-  run_local(ctx, p, a, buffers, layout, local_device, st);
-  return true;
+  run_local(ctx, p, a, buffers, layout, local_device_, st);
+  return result_;
+}
+
+bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                   const Layout& layout) {
+  DeviceCall call(ctx, a, buffers, layout);
+  for (;;) {
+    if (const std::optional<bool> on_device = call.test()) return *on_device;
+    detail::progress_all();
+    sched_yield();
+  }
 }
 
 }  // namespace agx::cuda

@@ -1,7 +1,8 @@
 // The CUDA IPC path inside one node (docs/gpu.md):
 //   1. each rank puts its own block in place in its device receive buffer and records
 //      its interprocess "ready" event on its stream;
-//   2. one allgather exchanges (receive allocation handle, offset, event handle);
+//   2. one allgather exchanges (receive allocation handle, own block offset in it,
+//      event handle);
 //   3. each rank opens its peers' handles (cached per handle in backend) and the ranks
 //      agree that every open worked, else all fall back to staging;
 //   4. for each peer: the stream waits for the peer's ready event, then copies the
@@ -48,8 +49,8 @@ bool run_ipc(CommContext& ctx, const Buffers& buffers, const Layout& layout) {
   for (int p = 0; p < n; ++p) {
     const auto up = static_cast<std::size_t>(p);
     if (p == me || layout.bytes(p) == 0) continue;
-    backend::ipc_copy(recv + layout.offset(p), peers[up].base + layout.offset(p), layout.bytes(p),
-                      peers[up]);
+    // The peer's own block where the peer put it (its displacements, not ours).
+    backend::ipc_copy(recv + layout.offset(p), peers[up].base, layout.bytes(p), peers[up]);
   }
   backend::ipc_finish();
   check_mpi(PMPI_Barrier(ctx.comm()), "MPI_Barrier");

@@ -1,7 +1,10 @@
 // CUDA side of the IPC path (ipc.cpp has the protocol). One non-blocking stream and one
-// interprocess event per process; peers' memory and event handles are opened once and
-// cached by handle bytes (a handle names one live allocation; a freed and reallocated
-// peer buffer has a new handle, and its old mapping stays open until the process ends).
+// interprocess event per process. Peers' allocations are mapped once and cached by
+// (peer process, allocation base) with the handle compared: a peer that freed and
+// reallocated its buffer (a caching allocator) brings a new handle, and the old mapping
+// is closed before the new one is opened. The cache is bounded (ipc_cache_entries,
+// least recently used first, never one the running call uses) and every mapping is
+// closed at MPI_Finalize (an MPI_COMM_SELF attribute's delete callback).
 // The allocation base comes from the driver's cuMemGetAddressRange, reached through
 // cudaGetDriverEntryPointByVersion, so libagx does not link libcuda.
 
@@ -10,6 +13,9 @@
 
 #include <cstring>
 #include <map>
+#include <mpi.h>
+#include <unistd.h>
+#include <utility>
 #include <string>
 
 namespace agx::cuda::backend {
@@ -18,15 +24,52 @@ namespace {
 using GetAddressRange = int (*)(unsigned long long* base, std::size_t* size,
                                 unsigned long long ptr);
 
+struct Mapping {
+  std::string handle;
+  std::byte* ptr = nullptr;
+  std::uint64_t used = 0;  ///< the call that used it last
+};
+
 struct IpcState {
   cudaStream_t stream{};
   cudaEvent_t ready{};
   cudaEvent_t caller{};
   cudaIpcEventHandle_t ready_handle{};
   GetAddressRange address_range = nullptr;
-  std::map<std::string, std::byte*> memories;
+  std::map<std::pair<std::int64_t, std::uint64_t>, Mapping> memories;  // (owner, base)
   std::map<std::string, cudaEvent_t> events;
+  std::uint64_t call = 0;
 };
+
+void close_mapping(Mapping& m) noexcept {
+  if (m.ptr != nullptr) (void)cudaIpcCloseMemHandle(m.ptr);
+  (void)cudaGetLastError();
+  m.ptr = nullptr;
+}
+
+IpcState* created = nullptr;
+
+int close_all(MPI_Comm, int, void*, void*) {
+  if (created != nullptr) {
+    (void)cudaStreamSynchronize(created->stream);
+    for (auto& [key, m] : created->memories) close_mapping(m);
+    created->memories.clear();
+  }
+  return MPI_SUCCESS;
+}
+
+/// Makes room for one more mapping: closes the least recently used one not in use by
+/// the running call, when the cache is full.
+void evict(IpcState& s) {
+  if (s.memories.size() < ipc_cache_entries) return;
+  auto oldest = s.memories.end();
+  for (auto it = s.memories.begin(); it != s.memories.end(); ++it)
+    if (it->second.used != s.call && (oldest == s.memories.end() || it->second.used < oldest->second.used))
+      oldest = it;
+  if (oldest == s.memories.end()) return;  // every mapping serves this call: grow
+  close_mapping(oldest->second);
+  s.memories.erase(oldest);
+}
 
 IpcState& state() {
   static IpcState* s = [] {
@@ -43,6 +86,10 @@ IpcState& state() {
         found == cudaDriverEntryPointSuccess)
       st->address_range = reinterpret_cast<GetAddressRange>(fn);
     (void)cudaGetLastError();
+    created = st;
+    int keyval = MPI_KEYVAL_INVALID;  // closes every mapping at MPI_Finalize
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, close_all, &keyval, nullptr) == MPI_SUCCESS)
+      MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
     return st;
   }();
   return *s;
@@ -57,6 +104,8 @@ std::string key(const unsigned char (&bytes)[64]) {
 bool ipc_begin(const void* send, void* recv, bool in_place, std::size_t own_offset,
                std::size_t own_bytes, IpcExport& out) {
   IpcState& s = state();
+  ++s.call;
+  out.owner = static_cast<std::int64_t>(getpid());
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   out.device = device;
@@ -80,7 +129,9 @@ bool ipc_begin(const void* send, void* recv, bool in_place, std::size_t own_offs
     return false;
   }
   std::memcpy(out.memory, &h, sizeof out.memory);
-  out.offset = reinterpret_cast<unsigned long long>(recv) - base;
+  // The own block's place: a peer's displacements may differ from this rank's.
+  out.offset = reinterpret_cast<unsigned long long>(recv) + own_offset - base;
+  out.base = base;
   return true;
 }
 
@@ -88,8 +139,15 @@ IpcPeer ipc_open(const IpcExport& peer) {
   IpcState& s = state();
   IpcPeer p;
   const std::string mk = key(peer.memory);
-  auto m = s.memories.find(mk);
+  const auto where = std::make_pair(peer.owner, peer.base);
+  auto m = s.memories.find(where);
+  if (m != s.memories.end() && m->second.handle != mk) {  // freed and reallocated there
+    close_mapping(m->second);
+    s.memories.erase(m);
+    m = s.memories.end();
+  }
   if (m == s.memories.end()) {
+    evict(s);
     cudaIpcMemHandle_t h{};
     std::memcpy(&h, peer.memory, sizeof h);
     void* ptr = nullptr;
@@ -97,8 +155,9 @@ IpcPeer ipc_open(const IpcExport& peer) {
       (void)cudaGetLastError();
       return p;
     }
-    m = s.memories.emplace(mk, static_cast<std::byte*>(ptr)).first;
+    m = s.memories.emplace(where, Mapping{mk, static_cast<std::byte*>(ptr), 0}).first;
   }
+  m->second.used = s.call;
   const std::string ek = key(peer.event);
   auto e = s.events.find(ek);
   if (e == s.events.end()) {
@@ -111,7 +170,7 @@ IpcPeer ipc_open(const IpcExport& peer) {
     }
     e = s.events.emplace(ek, ev).first;
   }
-  p.base = m->second + peer.offset;
+  p.base = m->second.ptr + peer.offset;
   p.event = e->second;
   return p;
 }

@@ -4,13 +4,22 @@
 //           reads are on the host; as each receive completes, H2D its bytes on
 //           h2d_a / h2d_b alternately; wait for the sends
 //   end:    wait for every stream; the pinned mirror goes back to the pool.
+// A failure (a CUDA error, an MPI error, or a stall under AGX_TIMEOUT, which this path
+// honours as the executor does) takes the executor's abandon path before the mirror
+// goes back: receives into the mirror cancelled, sends released, the communicator
+// marked (core/timeout.hpp, core/executor.hpp). A rank whose CUDA call failed raises
+// agx::Error; its peers then stall on its messages, which AGX_TIMEOUT reports.
 
 #include "cuda/staging.hpp"
 
+#include "core/executor.hpp"
 #include "core/message.hpp"
 #include "core/mpi_check.hpp"
+#include "core/timeout.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace agx::cuda {
@@ -190,45 +199,78 @@ class RoundPoster {
   std::vector<MPI_Datatype> types_;
 };
 
+/// The round's requests, withdrawn if the round does not complete (an exception).
+struct RoundRequests {
+  std::vector<MPI_Request> all;  ///< receives first, then sends
+  std::vector<bool> is_send;
+  MPI_Comm comm;
+  ~RoundRequests() {
+    bool open = false;
+    for (MPI_Request r : all) open = open || r != MPI_REQUEST_NULL;
+    if (!open) return;
+    mark_abandoned(comm);
+    abandon(all.data(), is_send);
+  }
+};
+
 void run_round(Staging& st, const Round& round, int rank, const Layout& layout,
-               std::size_t piece_bytes, RoundPoster& poster) {
+               std::size_t piece_bytes, RoundPoster& poster, MPI_Comm comm) {
   MessagePlan msg;
-  std::vector<MPI_Request> recvs, sends;
+  RoundRequests rq{{}, {}, comm};
   std::vector<std::vector<Segment>> recv_segments;
   for (const Transfer& t : round.recvs) {
     plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
     for (std::size_t i = 0; i < msg.pieces(); ++i) {
       const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
-      recvs.push_back(poster.post(false, t.peer, msg.segments.data() + b, e - b));
+      rq.all.push_back(poster.post(false, t.peer, msg.segments.data() + b, e - b));
+      rq.is_send.push_back(false);
       recv_segments.emplace_back(msg.segments.begin() + static_cast<std::ptrdiff_t>(b),
                                  msg.segments.begin() + static_cast<std::ptrdiff_t>(e));
     }
   }
+  const std::size_t recvs = rq.all.size();
   for (const Transfer& t : round.sends) {
     plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
     for (std::size_t i = 0; i < msg.pieces(); ++i) {
       const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
       st.ensure_own(st.own_bytes_read(msg.segments.data() + b, e - b));
-      sends.push_back(poster.post(true, t.peer, msg.segments.data() + b, e - b));
+      rq.all.push_back(poster.post(true, t.peer, msg.segments.data() + b, e - b));
+      rq.is_send.push_back(true);
     }
   }
   // Each receive goes to the device as soon as it completes.
-  std::vector<int> done(recvs.size());
-  std::size_t left = recvs.size();
+  const double limit = timeout_seconds();
+  std::optional<StallClock> clock;
+  if (limit > 0) clock.emplace(limit);
+  std::vector<int> done(rq.all.size());
+  std::size_t left = rq.all.size();
   while (left > 0) {
     int count = 0;
-    check_mpi(MPI_Waitsome(static_cast<int>(recvs.size()), recvs.data(), &count, done.data(),
-                           MPI_STATUSES_IGNORE),
-              "MPI_Waitsome");
+    if (clock) {
+      check_mpi(MPI_Testsome(static_cast<int>(rq.all.size()), rq.all.data(), &count, done.data(),
+                             MPI_STATUSES_IGNORE),
+                "MPI_Testsome");
+      if (count == 0) {
+        if (clock->stalled())
+          report_hang(comm, "agx: AGX_TIMEOUT: " + rank_in(comm, rank) +
+                                " made no progress for " + std::to_string(clock->seconds()) +
+                                " s in a staging round (device buffers): " +
+                                std::to_string(left) + " of its messages are open");
+        continue;
+      }
+      clock->restart();
+    } else {
+      check_mpi(MPI_Waitsome(static_cast<int>(rq.all.size()), rq.all.data(), &count, done.data(),
+                             MPI_STATUSES_IGNORE),
+                "MPI_Waitsome");
+    }
     if (count == MPI_UNDEFINED) break;
     for (int k = 0; k < count; ++k) {
-      const auto& segs = recv_segments[static_cast<std::size_t>(done[static_cast<std::size_t>(k)])];
-      st.deliver(segs.data(), segs.size());
+      const auto i = static_cast<std::size_t>(done[static_cast<std::size_t>(k)]);
+      if (i < recvs) st.deliver(recv_segments[i].data(), recv_segments[i].size());
     }
     left -= static_cast<std::size_t>(count);
   }
-  check_mpi(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
   poster.free_types();
 }
 
@@ -238,11 +280,17 @@ void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
                  const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
                  const StagingSettings& settings) {
   Staging st(ops, pool, schedule.rank, device, layout, settings);
-  st.own_block_in();
-  RoundPoster poster(comm, tag);
-  const std::size_t piece = std::max<std::size_t>(settings.piece_bytes, 1);
-  for (const Round& round : schedule.rounds) run_round(st, round, schedule.rank, layout, piece, poster);
-  st.finish();
+  try {
+    st.own_block_in();
+    RoundPoster poster(comm, tag);
+    const std::size_t piece = std::max<std::size_t>(settings.piece_bytes, 1);
+    for (const Round& round : schedule.rounds)
+      run_round(st, round, schedule.rank, layout, piece, poster, comm);
+    st.finish();
+  } catch (...) {
+    mark_abandoned(comm);  // a peer's message of this call may still arrive on it
+    throw;
+  }
 }
 
 void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
