@@ -16,6 +16,8 @@
 #include "cuda/device_path.hpp"
 #include "hier/hier.hpp"
 
+#include <sched.h>
+
 
 namespace agx {
 
@@ -26,6 +28,17 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, buffers.in_place);
   run_selected(ctx, a, buffers, layout);
   return a.id;
+}
+
+void wait_blocking(Execution& e) {
+  if (!detail::progress_pending()) {
+    e.wait();
+    return;
+  }
+  while (!e.test()) {
+    detail::progress_all();
+    sched_yield();
+  }
 }
 
 void run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,

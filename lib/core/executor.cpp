@@ -1,7 +1,6 @@
 #include "core/executor.hpp"
 
 #include "core/mpi_check.hpp"
-#include "core/nonblocking.hpp"
 #include "hier/wait.hpp"
 
 #include <cstring>
@@ -414,18 +413,7 @@ void execute(const Schedule& schedule, const Buffers& buffers, const Layout& lay
              int tag, std::size_t max_message_bytes, const Checks& checks) {
   Execution e(schedule, buffers, layout, comm, tag, max_message_bytes, checks);
   e.start();
-  wait_blocking(e);
-}
-
-void wait_blocking(Execution& e) {
-  if (!detail::progress_pending()) {
-    e.wait();
-    return;
-  }
-  while (!e.test()) {
-    detail::progress_all();
-    sched_yield();
-  }
+  e.wait();
 }
 
 }  // namespace agx

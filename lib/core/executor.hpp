@@ -128,11 +128,6 @@ class Execution {
 void free_comm(MPI_Comm& comm) noexcept;
 void mark_abandoned(MPI_Comm comm) noexcept;
 
-/// Waits for the execution of a blocking call. While nonblocking calls of this process
-/// run (core/nonblocking.hpp), advances them too: a peer, or a flag watermark of this
-/// very rank, may wait for one of them (start(A); blocking call; wait(A)).
-void wait_blocking(Execution& e);
-
 /// Runs `schedule` to completion (blocking).
 void execute(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
              int tag, std::size_t max_message_bytes, const Checks& checks = {});

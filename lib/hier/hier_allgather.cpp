@@ -30,6 +30,7 @@
 
 #include <agx/error.hpp>
 
+#include "core/allgather.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
@@ -127,9 +128,11 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
                     layout.bytes(me));
       return;
     }
-    execute(h.inter_schedule(inter), buffers, layout, h.leader_comm, h.next_leader_tag(),
-            config().max_message_bytes,
-            inter_checks(inter, "hierarchical with one rank per node"));
+    Execution e(h.inter_schedule(inter), buffers, layout, h.leader_comm, h.next_leader_tag(),
+                config().max_message_bytes,
+                inter_checks(inter, "hierarchical with one rank per node"));
+    e.start();
+    wait_blocking(e);
     return;
   }
   const std::uint64_t gen = h.next_gen();
