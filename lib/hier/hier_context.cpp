@@ -201,13 +201,27 @@ void HierContext::stalled(const char* stage, const std::string& what, double sec
                         ", stage '" + stage + "': waiting for " + what);
 }
 
+namespace {
+
+// Two regions (double buffering: a call need not wait for the readers of the one before)
+// up to 64 MiB per call, one region above. The segment grows when a call does not fit
+// that way: growing only when it did not fit at all left calls of exactly half the
+// segment in one region, a full wait for every reader on every call.
+std::size_t wanted_bytes(std::size_t total) {
+  constexpr std::size_t double_buffer_limit = std::size_t{64} << 20;
+  return total <= double_buffer_limit ? 2 * total : total;
+}
+
+}  // namespace
+
+bool HierContext::fits(std::size_t total) const { return data_bytes() >= wanted_bytes(total); }
+
 std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {
-  if (data_bytes() < total) {
+  const std::size_t want = wanted_bytes(total);
+  if (data_bytes() < want) {
     // Every local rank must be done with the old segment before it goes away.
     wait_done(std::max(last_use_[0], last_use_[1]));
     data_.reset();
-    constexpr std::size_t double_buffer_limit = std::size_t{64} << 20;
-    const std::size_t want = total <= double_buffer_limit ? 2 * total : total;
     const std::size_t size = std::max<std::size_t>(want, 64 * 1024);
     data_ = std::make_unique<SharedSegment>(
         topo.node_comm, size, [this, gen, size](const char* what, double seconds) {

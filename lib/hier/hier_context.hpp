@@ -121,6 +121,9 @@ class HierContext {
   /// Data region for a call of `total` bytes; waits for earlier readers, grows when needed.
   std::byte* region(std::uint64_t gen, std::size_t total);
   std::size_t data_bytes() const { return data_ ? data_->size() : 0; }
+  /// Whether region() serves a call of `total` bytes without growing the segment (which
+  /// is collective).
+  bool fits(std::size_t total) const;
 
   /// The inter-node schedule of this rank among the leaders, planned once per algorithm
   /// and parameters.

@@ -211,7 +211,7 @@ bool node_call_ready(CommContext& ctx, const Layout& layout) {
   if (h == nullptr || !h->node_prepared()) return false;
   std::size_t total = 0;
   for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
-  return total == 0 || h->data_bytes() >= total;
+  return total == 0 || h->fits(total);
 }
 
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
