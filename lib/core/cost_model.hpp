@@ -41,9 +41,14 @@ struct LevelCost {
   double overhead_s = 0;        ///< each further message in the same round
 };
 
-/// α/β per level and the local copy cost. Built-in defaults: docs/tuning.md.
+/// α/β per level and the local copy cost. Built-in defaults: docs/tuning.md. The node
+/// α is the effective latency of a round of MPI point-to-point inside a node, 2 µs: a
+/// 1-byte message takes about 0.4 µs, but above the MPI library's eager limit (4 KiB in
+/// Open MPI's vader) a rendezvous adds several µs (4 KiB per rank at N = 2: 4.9 µs with
+/// point-to-point, 1.3 µs through shared memory, measured), which the α-β line must
+/// carry for the mid sizes where the choice between the two is made.
 struct CostParams {
-  LevelCost node{0.5e-6, 1.0 / 5.3e9, 0.1e-6};
+  LevelCost node{2.0e-6, 1.0 / 5.3e9, 0.1e-6};
   LevelCost network{3.0e-6, 1.0 / 11.0e9, 0.5e-6};
   double copy_s_per_byte = 1.0 / 14.0e9;
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
