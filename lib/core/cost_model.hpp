@@ -50,7 +50,7 @@ struct LevelCost {
 struct CostParams {
   LevelCost node{2.0e-6, 1.0 / 5.3e9, 0.1e-6};
   LevelCost network{3.0e-6, 1.0 / 11.0e9, 0.5e-6};
-  double copy_s_per_byte = 1.0 / 14.0e9;
+  double copy_s_per_byte = 1.0 / 9.2e9;  ///< every rank copying at once (agx-tune, this machine)
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
   double node_sync_s = 0.2e-6;
   /// Per byte on the one link between two groups of nodes; 0: no group level.
