@@ -136,6 +136,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     return;
   }
   const std::uint64_t gen = h.next_gen();
+  h.wait_style_for(total / static_cast<std::size_t>(t.size));
   if (t.nnodes == 1) {
     std::size_t largest = 0;
     for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));

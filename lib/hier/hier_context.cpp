@@ -107,8 +107,8 @@ void HierContext::prepare_node() {
   node_ready_ = true;
   const int n = topo.local_size();
   const bool crowded = node_oversubscribed(topo);  // collective: before any early exit
-  oversubscribed = settings().wait == Settings::Wait::sleep ||
-                   (settings().wait == Settings::Wait::automatic && crowded);
+  sleep_forced = settings().wait == Settings::Wait::sleep;
+  oversubscribed = sleep_forced || (settings().wait == Settings::Wait::automatic && crowded);
   header_ = std::make_unique<SharedSegment>(
       topo.node_comm, sizeof(Slot) * static_cast<std::size_t>(n),
       [this](const char* what, double seconds) {
@@ -251,6 +251,11 @@ const Schedule& HierContext::inter_schedule(const AlgorithmChoice& a) {
   if (it == inter_.end())
     it = inter_.emplace(a, planner_for(a.id).plan({topo.nnodes, topo.node, a.radix})).first;
   return it->second;
+}
+
+void HierContext::wait_style_for(std::size_t mean_block) {
+  constexpr std::size_t sleep_from = 256 * 1024;
+  sleep_now_ = sleep_forced || mean_block >= sleep_from;
 }
 
 std::size_t HierContext::chunk_bytes() const {
