@@ -119,7 +119,8 @@ class HierContext {
   /// Before a blocking call whose mean block is `mean_block` bytes: with AGX_WAIT=auto on
   /// an oversubscribed node, waiters yield for small calls and sleep for large ones
   /// (measured at N = 4 on 2 cores: yielding 0.3-0.9x Open MPI's time up to 64 KiB per
-  /// rank where sleeping was 0.6-2x; sleeping 0.7-0.8x from 1 MiB where yielding was 1.2-1.3x).
+  /// rank where sleeping was 0.6-2x; sleeping 0.7-0.8x from 1 MiB where yielding was
+  /// 1.2-1.3x); with more than two ranks per core they sleep in every call.
   void wait_style_for(std::size_t mean_block);
   /// After every flag store of this rank: wakes sleeping local ranks.
   void notify() { hier::notify(slots_[0].signal); }
@@ -181,7 +182,8 @@ class HierContext {
   std::uint64_t gen_ = 0;
   std::uint64_t synced_ = 0;
   std::array<std::uint64_t, 2> last_use_{};
-  bool sleep_now_ = true;  ///< wait_style_for
+  bool sleep_now_ = true;     ///< wait_style_for
+  bool sleep_small_ = false;  ///< sleep in small calls too: AGX_WAIT=sleep, or > 2 ranks per core
   std::uint64_t grows_ = 0;
   unsigned leader_tag_ = 0;
   std::map<AlgorithmChoice, Schedule> inter_;
