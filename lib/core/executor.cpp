@@ -82,6 +82,7 @@ void Execution::abandon() noexcept {
   agx::abandon(requests_.data(), sends);  // core/timeout.hpp
   requests_.clear();
   expected_.clear();
+  recv_transfers_.clear();
   posted_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
@@ -109,7 +110,7 @@ void Execution::start() {
 
 bool Execution::test() {
   try {
-    if (timeout_ > 0) return poll();
+    if (timeout_ > 0 && !poll()) return false;
     while (round_ < schedule_.rounds.size()) {
       // Node operations first: a deferred send may be what the peer's receive awaits.
       const bool node_done = node_ == nullptr || (post_deferred() & gets_done());
@@ -164,14 +165,11 @@ bool Execution::gets_done() {
 
 void Execution::wait() {
   try {
-    if (node_ != nullptr) {  // gets are polled: no MPI_Waitall
-      hier::spin_then_yield([this] { return timeout_ > 0 ? poll() : test(); });
+    if (node_ != nullptr) {  // gets are polled: no MPI_Waitall (test() throws the truncation)
+      hier::spin_then_yield([this] { return test(); });
       return;
     }
-    if (timeout_ > 0) {
-      hier::spin_then_yield([this] { return poll(); });  // poll() reports a stall
-      return;
-    }
+    if (timeout_ > 0) hier::spin_then_yield([this] { return poll(); });  // poll() reports a stall
     while (round_ < schedule_.rounds.size()) {
       MPI_Status* st = statuses_for(statuses_, requests_.size());
       const WorldReturnsErrors guard;
@@ -189,7 +187,10 @@ void Execution::wait() {
 bool Execution::poll() {
   while (round_ < schedule_.rounds.size()) {
     const bool posted = node_ == nullptr || post_deferred();
-    open_ = test_some(requests_, done_indices_, open_, *clock_);
+    open_ = test_some(requests_, done_indices_, open_, *clock_, &done_statuses_);
+    for (std::size_t k = 0; k < done_statuses_.size(); ++k)  // sizes, as check_received
+      if (static_cast<std::size_t>(done_indices_[k]) < receives_)
+        check_size(static_cast<std::size_t>(done_indices_[k]), done_statuses_[k]);
     if (open_ > 0 || !posted || (node_ != nullptr && !gets_done())) {
       if (clock_->stalled()) stalled();
       return false;
@@ -208,16 +209,32 @@ void Execution::check_received(int rc, const char* call) {
   const std::size_t n = requests_.size();
   int error_class = MPI_SUCCESS;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
+  const auto class_at = [&](std::size_t i) {
+    int c = MPI_SUCCESS;
+    if (statuses_[i].MPI_ERROR != MPI_SUCCESS) MPI_Error_class(statuses_[i].MPI_ERROR, &c);
+    return c;
+  };
   bool only_truncation = error_class == MPI_ERR_TRUNCATE;
   if (error_class == MPI_ERR_IN_STATUS) {
     only_truncation = true;
     for (std::size_t i = 0; i < n; ++i) {
-      int c = MPI_SUCCESS;
-      if (statuses_[i].MPI_ERROR != MPI_SUCCESS) MPI_Error_class(statuses_[i].MPI_ERROR, &c);
-      only_truncation = only_truncation && (c == MPI_SUCCESS || c == MPI_ERR_TRUNCATE);
+      const int c = class_at(i);
+      only_truncation = only_truncation && (c == MPI_SUCCESS || c == MPI_ERR_TRUNCATE ||
+                                            c == MPI_ERR_PENDING);
     }
   }
   if (rc != MPI_SUCCESS && !only_truncation) check_statuses(rc, statuses_.data(), n, call);
+  // After one request failed, MPI leaves those not yet complete pending (MPI_ERR_PENDING):
+  // complete them, so that this rank's sends of the round still reach its peers.
+  for (std::size_t i = 0; error_class == MPI_ERR_IN_STATUS && i < n; ++i) {
+    if (class_at(i) != MPI_ERR_PENDING || requests_[i] == MPI_REQUEST_NULL) continue;
+    const int w = MPI_Wait(&requests_[i], &statuses_[i]);
+    int c = MPI_SUCCESS;
+    if (w != MPI_SUCCESS) MPI_Error_class(w, &c);
+    if (c != MPI_SUCCESS && c != MPI_ERR_TRUNCATE) check_mpi(w, "MPI_Wait");
+    if (c == MPI_ERR_TRUNCATE) statuses_[i].MPI_ERROR = w;
+    else statuses_[i].MPI_ERROR = MPI_SUCCESS;
+  }
   if (rc != MPI_SUCCESS && !truncated_) {
     try {
       check_statuses(rc, statuses_.data(), n, call);
@@ -225,25 +242,59 @@ void Execution::check_received(int rc, const char* call) {
       truncated_ = std::current_exception();
     }
   }
-  for (std::size_t i = 0; i < receives_ && i < expected_.size() && !truncated_; ++i) {
-    if (error_class == MPI_ERR_IN_STATUS && statuses_[i].MPI_ERROR != MPI_SUCCESS) continue;
-    // Messages are at most max_message_bytes (<= INT_MAX): MPI_Get_count's int holds
-    // them (and SimGrid's SMPI, which runs this code in tools/sim, has no _x variant).
-    int got = 0;
-    check_mpi(MPI_Get_count(&statuses_[i], MPI_BYTE, &got), "MPI_Get_count");
-    if (got >= 0 && static_cast<std::size_t>(got) == expected_[i]) continue;
-    truncated_ = std::make_exception_ptr(
-        Error(MPI_ERR_TRUNCATE, "agx: a message from rank " +
-                                    std::to_string(statuses_[i].MPI_SOURCE) + " brought " +
-                                    std::to_string(got) + " bytes where " +
-                                    std::to_string(expected_[i]) +
-                                    " were expected (the ranks disagree on the counts)"));
+  for (std::size_t i = 0; i < receives_ && i < expected_.size(); ++i) {
+    if (error_class == MPI_ERR_IN_STATUS && statuses_[i].MPI_ERROR != MPI_SUCCESS) {
+      if (class_at(i) != MPI_ERR_TRUNCATE) continue;
+      const int got = -1;  // a longer message than the receive: truncated by MPI
+      record_wrong_size(i, statuses_[i].MPI_SOURCE, got);
+    } else {
+      check_size(i, statuses_[i]);
+    }
   }
+}
+
+void Execution::check_size(std::size_t receive, const MPI_Status& status) {
+  // Messages are at most max_message_bytes (<= INT_MAX): MPI_Get_count's int holds them
+  // (and SimGrid's SMPI, which runs this code in tools/sim, has no _x variant).
+  int got = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
+  if (got >= 0 && static_cast<std::size_t>(got) == expected_[receive]) return;
+  record_wrong_size(receive, status.MPI_SOURCE, got);
+}
+
+void Execution::record_wrong_size(std::size_t receive, int source, int got) {
+  mark_suspect(receive);
+  if (truncated_) return;
+  truncated_ = std::make_exception_ptr(
+      Error(MPI_ERR_TRUNCATE, "agx: a message from rank " + std::to_string(source) + " brought " +
+                                  (got >= 0 ? std::to_string(got) : std::string("more")) +
+                                  " bytes where " + std::to_string(expected_[receive]) +
+                                  " were expected (the ranks disagree on the counts)"));
+}
+
+// Blocks that came with the wrong size are forwarded one byte short, so that every rank
+// that receives them, directly or through others, sees a size mismatch too and fails
+// with MPI_ERR_TRUNCATE instead of returning stale bytes as success.
+void Execution::mark_suspect(std::size_t receive) {
+  const Transfer* t = receive < recv_transfers_.size() ? recv_transfers_[receive] : nullptr;
+  if (t == nullptr) return;
+  if (suspect_.empty()) suspect_.assign(static_cast<std::size_t>(layout_.nranks()), 0);
+  for (const BlockSpan& b : t->blocks)
+    for (int k = b.first; k < b.first + b.count; ++k) suspect_[static_cast<std::size_t>(k)] = 1;
+}
+
+bool Execution::carries_suspect(const Transfer& t) const {
+  if (suspect_.empty()) return false;
+  for (const BlockSpan& b : t.blocks)
+    for (int k = b.first; k < b.first + b.count; ++k)
+      if (suspect_[static_cast<std::size_t>(k)] != 0) return true;
+  return false;
 }
 
 void Execution::end_round() {
   requests_.clear();
   expected_.clear();
+  recv_transfers_.clear();
   posted_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
@@ -329,6 +380,16 @@ MessageArgs message_args(const Segment* segments, std::size_t count,
 void Execution::post(bool is_send, int peer, const Segment* segments, std::size_t count,
                      const Transfer& transfer, bool checksums) {
   MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<Segment> shortened;  // a suspect block's message, one byte short (mark_suspect)
+  if (is_send && !checksums && carries_suspect(transfer)) {
+    shortened.assign(segments, segments + count);
+    for (auto it = shortened.rbegin(); it != shortened.rend(); ++it)
+      if (it->bytes > 0) {
+        --it->bytes;
+        break;
+      }
+    segments = shortened.data();
+  }
   const MessageArgs m = message_args(segments, count, types_);
   if (is_send)
     check_mpi(MPI_Isend(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Isend");
@@ -337,6 +398,7 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
   requests_.push_back(request);
   if (!is_send) {
     ++receives_;
+    recv_transfers_.push_back(checksums ? nullptr : &transfer);
     std::size_t bytes = 0;
     for (std::size_t i = 0; i < count; ++i) bytes += segments[i].bytes;
     expected_.push_back(bytes);

@@ -101,6 +101,14 @@ class Execution {
   /// bytes and report success); throws any other failure.
   void check_received(int rc, const char* call);
   std::exception_ptr truncated_;  // the first truncation, thrown after the last round
+  std::vector<const Transfer*> recv_transfers_;  // of each receive of the round (null: checksums)
+  std::vector<unsigned char> suspect_;  // blocks that came with the wrong size (empty: none)
+  void mark_suspect(std::size_t receive);
+  /// A completed receive's size against what it expects (records MPI_ERR_TRUNCATE).
+  void check_size(std::size_t receive, const MPI_Status& status);
+  void record_wrong_size(std::size_t receive, int source, int got);
+  std::vector<MPI_Status> done_statuses_;  // AGX_TIMEOUT: of the requests test_some completed
+  bool carries_suspect(const Transfer& t) const;
   std::vector<MPI_Datatype> types_;
   MessagePlan message_;
   Checks checks_;

@@ -84,7 +84,8 @@ void abandon(MPI_Request* requests, const std::vector<bool>& is_send) noexcept {
 }
 
 std::size_t test_some(std::vector<MPI_Request>& requests, std::vector<int>& scratch,
-                      std::size_t open, StallClock& clock) {
+                      std::size_t open, StallClock& clock, std::vector<MPI_Status>* done) {
+  if (done != nullptr) done->clear();
   if (open == 0) return 0;
   scratch.resize(requests.size());
   int completed = 0;
@@ -95,6 +96,7 @@ std::size_t test_some(std::vector<MPI_Request>& requests, std::vector<int>& scra
                               scratch.data(), st);
   check_statuses(rc, st, completed > 0 ? static_cast<std::size_t>(completed) : 0, "MPI_Testsome");
   if (completed == MPI_UNDEFINED) return 0;  // nothing active any more
+  if (done != nullptr) done->assign(st, st + completed);  // of requests scratch[0..completed)
   if (completed > 0) clock.restart();
   return open - std::min(open, static_cast<std::size_t>(completed));
 }

@@ -55,7 +55,8 @@ class StallClock {
 /// returns how many of the `open` requests are still open, restarting `clock` when
 /// some completed.
 std::size_t test_some(std::vector<MPI_Request>& requests, std::vector<int>& scratch,
-                      std::size_t open, StallClock& clock);
+                      std::size_t open, StallClock& clock,
+                      std::vector<MPI_Status>* done = nullptr);
 
 /// "rank 1 of 3 (world rank 4)": `rank` of `comm` and its rank in MPI_COMM_WORLD.
 std::string rank_in(MPI_Comm comm, int rank);
