@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     const double s = seconds_since(t0);
     if (problem.empty()) problem = verify(recv, salt, n, words);
     if (problem.empty() && ran != want)
-      problem = "ran " + std::string(agx::to_string(ran)) + ", expected " + agx::to_string(want);
+      problem = "ran " + std::string(agx::to_string(ran)) + ", expected " + std::string(agx::to_string(want));
     report(names[salt - 1], ran, s, problem);
   }
 
