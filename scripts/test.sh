@@ -21,8 +21,9 @@ configure() {  # configure <dir> [meson options...]
 
 status=0
 configure build -Dwerror=true
-meson test -C build --print-errorlogs --no-suite cluster || status=1  # every other suite, python included
-logs=(build/meson-logs/testlog.json)
+# (own log names: a `meson test` run by hand at the same time writes testlog.json)
+meson test -C build --print-errorlogs --logbase openmpi --no-suite cluster || status=1  # every other suite, python included
+logs=(build/meson-logs/openmpi.json)
 # The cluster suite (test/cluster, docs/cluster.md; about 2-3 minutes): agx across 2-4
 # network-namespace nodes over TCP; its tests SKIP with the reason where namespaces are
 # not allowed; each fails when its cluster (namespaces, hosts files, agx segments) is not
@@ -80,8 +81,11 @@ failures = []
 for path in sys.argv[1:]:
     if not os.path.exists(path):  # that meson test run did not even start
         failures.append(f"{path}: missing (that run did not start)"); failed += 1; continue
-    for line in open(path):
-        t = json.loads(line)
+    for n, line in enumerate(open(path, errors="replace"), 1):
+        try:
+            t = json.loads(line)
+        except ValueError:  # a damaged log counts as a failure, never as a pass
+            failed += 1; failures.append(f"{path}: line {n} is not a test record"); continue
         r = t["result"]
         if r in ("OK", "EXPECTEDFAIL"): passed += 1
         elif r == "SKIP": skipped += 1
