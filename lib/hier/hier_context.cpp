@@ -157,13 +157,9 @@ void HierContext::wait_done(std::uint64_t gen) {
   const int n = topo.local_size();
   for (int i = 0; i < n; ++i) {
     const Slot& s = slots_[i];
-    // The earlier call may be a nonblocking one of this very process: advance them all
-    // while waiting (core/nonblocking.hpp), or nobody finishes reading it.
-    wait_until(sleep_signal(), [&] {
-                 if (s.done.load(std::memory_order_acquire) >= gen) return true;
-                 if (detail::progress_pending()) detail::progress_all();
-                 return s.done.load(std::memory_order_acquire) >= gen;
-               },
+    // The earlier call may be a nonblocking one of this very process: advanced while
+    // waiting, or nobody finishes reading it.
+    wait_advancing(*this, [&] { return s.done.load(std::memory_order_acquire) >= gen; },
                [&](double seconds) {
                  stalled("reuse of the segment", "the done flag of " + local_name(i) +
                          " to reach call " + std::to_string(gen) + " (it reads call " +

@@ -32,6 +32,7 @@
 #include <agx/algorithm.hpp>
 
 #include "core/comm_context.hpp"  // declares HierContextDeleter
+#include "core/nonblocking.hpp"
 #include "core/schedule.hpp"
 #include "hier/shm_segment.hpp"
 #include "hier/topology.hpp"
@@ -188,5 +189,21 @@ class HierContext {
   unsigned leader_tag_ = 0;
   std::map<AlgorithmChoice, Schedule> inter_;
 };
+
+/// Waits as wait_until on `h`'s node, also advancing the process's running nonblocking
+/// calls (core/nonblocking.hpp): this rank's own flag watermarks, or a peer, may wait for
+/// one of them (start(A); blocking call; wait(A) on one rank, start(A); wait(A) on
+/// another). While any runs, waiters yield instead of sleeping, so that MPI progresses.
+template <class Pred, class Stalled>
+void wait_advancing(const HierContext& h, Pred ready, Stalled stalled) {
+  const bool pending = detail::progress_pending();
+  wait_until(pending ? nullptr : h.sleep_signal(),
+             [&] {
+               if (ready()) return true;
+               if (pending) detail::progress_all();
+               return ready();
+             },
+             stalled);
+}
 
 }  // namespace agx::hier

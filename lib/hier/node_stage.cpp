@@ -5,7 +5,6 @@
 
 #include <agx/error.hpp>
 
-#include "core/nonblocking.hpp"
 #include "hier/wait.hpp"
 
 #include <sys/uio.h>
@@ -25,22 +24,6 @@ const std::byte* own_source(const StagedCall& c, int rank) {
 
 std::byte* recv_at(const Buffers& b, const Layout& l, int rank) {
   return static_cast<std::byte*>(b.recv) + l.offset(rank);
-}
-
-// Every wait of these blocking stages also advances the process's running nonblocking
-// calls (core/nonblocking.hpp): this rank's own flag watermarks, or a peer, may wait for
-// one of them (start(A); blocking call; wait(A) on one rank, start(A); wait(A) on
-// another). While any runs, waiters yield instead of sleeping, so that MPI progresses.
-template <class Pred, class Stalled>
-void wait_advancing(const HierContext& h, Pred ready, Stalled stalled) {
-  const bool pending = detail::progress_pending();
-  wait_until(pending ? nullptr : h.sleep_signal(),
-             [&] {
-               if (ready()) return true;
-               if (pending) detail::progress_all();
-               return ready();
-             },
-             stalled);
 }
 
 // Copies blocks `ranks` (communicator ranks, increasing) from the segment to the

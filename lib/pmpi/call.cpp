@@ -139,10 +139,6 @@ std::vector<std::size_t> packed_offsets(const Blocks& b) {
   return offsets;
 }
 
-bool ranges_overlap(const char* a, std::size_t na, const char* b, std::size_t nb) {
-  return na > 0 && nb > 0 && a < b + nb && b < a + na;
-}
-
 }  // namespace
 
 PreparedCall::PreparedCall(const GatherCall& call) : c(call) {

@@ -59,6 +59,11 @@ inline GatherCall varying_call(const char* function, const void* sendbuf, int se
   return c;
 }
 
+/// Whether [a, a + na) and [b, b + nb) share a byte (empty ranges share none).
+inline bool ranges_overlap(const char* a, std::size_t na, const char* b, std::size_t nb) {
+  return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
 /// Element counts, displacements and byte sizes of every block, checked.
 struct Blocks {
   std::vector<std::int64_t> counts, displs;

@@ -31,10 +31,6 @@ struct Shape {
 };
 thread_local Shape last;
 
-bool overlaps(const char* a, std::size_t na, const char* b, std::size_t nb) {
-  return na > 0 && nb > 0 && a < b + nb && b < a + na;
-}
-
 }  // namespace
 
 bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -53,7 +49,7 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
                     __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(recvbuf), total, &end)))
     return false;
   if (!in_place && s.block > 0 &&
-      (sendbuf == nullptr || overlaps(static_cast<const char*>(sendbuf), s.block, recv, total)))
+      (sendbuf == nullptr || ranges_overlap(static_cast<const char*>(sendbuf), s.block, recv, total)))
     return false;
   const InsideAgx guard;
   rc = guarded(comm, "MPI_Allgather", [&] {
