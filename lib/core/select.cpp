@@ -15,6 +15,7 @@
 #include <bit>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -59,12 +60,24 @@ bool can_serve(Algorithm a, const Placement& p) {
 
 }  // namespace
 
+namespace {
+NodeStageParams stage_of(CommContext& ctx) {
+  NodeStageParams stage;
+  stage.leaders = hier::hier_context(ctx).leaders;  // what lib/hier runs: priced as planned
+  stage.inter = hier::settings().inter;
+  return stage;
+}
+}  // namespace
+
 Selector::Selector(CommContext& ctx)
-    : placement_(hier::hier_context(ctx).topo.node_of), tuning_(agreed_tuning(ctx.comm(), ctx.rank())) {
-  for (const auto& m : hier::hier_context(ctx).topo.members)
-    ranks_per_node_ = std::max(ranks_per_node_, static_cast<int>(m.size()));
-  stage_.leaders = hier::hier_context(ctx).leaders;  // what lib/hier runs: priced as planned
-  stage_.inter = hier::settings().inter;
+    : Selector(Placement(hier::hier_context(ctx).topo.node_of), agreed_tuning(ctx.comm(), ctx.rank()),
+               stage_of(ctx)) {}
+
+Selector::Selector(Placement placement, Tuning tuning, NodeStageParams stage)
+    : placement_(std::move(placement)), tuning_(std::move(tuning)), stage_(stage) {
+  std::map<int, int> on_node;  // node -> its ranks
+  for (int r = 0; r < placement_.nranks(); ++r)
+    ranks_per_node_ = std::max(ranks_per_node_, ++on_node[placement_.node_of(r)]);
   if (tuning_.source == "built-in defaults") tuning_.params = CostParams{};
   if (tuning_.group_nodes > 0) {  // the tuning file's groups of consecutive nodes
     std::vector<int> group_of_node(static_cast<std::size_t>(placement_.nodes()));

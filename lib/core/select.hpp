@@ -27,6 +27,9 @@ class Selector {
  public:
   /// Collective over ctx: topology (lib/hier) and tuning agreed from rank 0.
   explicit Selector(CommContext& ctx);
+  /// Pure (no MPI): the choice for a placement, a tuning and the node stage that runs
+  /// (the simulator and tests build it directly). Groups from the tuning are applied here.
+  Selector(Placement placement, Tuning tuning, NodeStageParams stage);
 
   /// The automatic choice for this call.
   AlgorithmChoice choose(const Layout& layout, bool in_place);
