@@ -213,95 +213,180 @@ struct RoundRequests {
   }
 };
 
-void run_round(Staging& st, const Round& round, int rank, const Layout& layout,
-               std::size_t piece_bytes, RoundPoster& poster, MPI_Comm comm) {
-  MessagePlan msg;
-  RoundRequests rq{{}, {}, comm};
-  std::vector<std::vector<Segment>> recv_segments;
-  for (const Transfer& t : round.recvs) {
-    plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
-    for (std::size_t i = 0; i < msg.pieces(); ++i) {
-      const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
-      rq.all.push_back(poster.post(false, t.peer, msg.segments.data() + b, e - b));
-      rq.is_send.push_back(false);
-      recv_segments.emplace_back(msg.segments.begin() + static_cast<std::ptrdiff_t>(b),
-                                 msg.segments.begin() + static_cast<std::ptrdiff_t>(e));
-    }
-  }
-  const std::size_t recvs = rq.all.size();
-  for (const Transfer& t : round.sends) {
-    plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
-    for (std::size_t i = 0; i < msg.pieces(); ++i) {
-      const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
-      st.ensure_own(st.own_bytes_read(msg.segments.data() + b, e - b));
-      rq.all.push_back(poster.post(true, t.peer, msg.segments.data() + b, e - b));
-      rq.is_send.push_back(true);
-    }
-  }
-  // Each receive goes to the device as soon as it completes.
-  const double limit = timeout_seconds();
-  std::optional<StallClock> clock;
-  if (limit > 0) clock.emplace(limit);
-  std::vector<int> done(rq.all.size());
-  std::size_t left = rq.all.size();
-  while (left > 0) {
-    int count = 0;
-    if (clock) {
-      check_mpi(MPI_Testsome(static_cast<int>(rq.all.size()), rq.all.data(), &count, done.data(),
-                             MPI_STATUSES_IGNORE),
-                "MPI_Testsome");
-      if (count == 0) {
-        if (clock->stalled())
-          report_hang(comm, "agx: AGX_TIMEOUT: " + rank_in(comm, rank) +
-                                " made no progress for " + std::to_string(clock->seconds()) +
-                                " s in a staging round (device buffers): " +
-                                std::to_string(left) + " of its messages are open");
-        continue;
+/// One round of a staging call, posted at once and then advanced without blocking:
+/// receives on the mirror first, then the sends (each once the own-block chunks it
+/// reads are on the host); each receive goes to the device as soon as it completes.
+class RoundRun {
+ public:
+  RoundRun(Staging& st, const Round& round, int rank, const Layout& layout, std::size_t piece_bytes,
+           RoundPoster& poster, MPI_Comm comm)
+      : st_(st), rank_(rank), poster_(poster), rq_{{}, {}, comm} {
+    MessagePlan msg;
+    for (const Transfer& t : round.recvs) {
+      plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
+      for (std::size_t i = 0; i < msg.pieces(); ++i) {
+        const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
+        rq_.all.push_back(poster.post(false, t.peer, msg.segments.data() + b, e - b));
+        rq_.is_send.push_back(false);
+        recv_segments_.emplace_back(msg.segments.begin() + static_cast<std::ptrdiff_t>(b),
+                                    msg.segments.begin() + static_cast<std::ptrdiff_t>(e));
       }
-      clock->restart();
-    } else {
-      check_mpi(MPI_Waitsome(static_cast<int>(rq.all.size()), rq.all.data(), &count, done.data(),
-                             MPI_STATUSES_IGNORE),
-                "MPI_Waitsome");
     }
-    if (count == MPI_UNDEFINED) break;
-    for (int k = 0; k < count; ++k) {
-      const auto i = static_cast<std::size_t>(done[static_cast<std::size_t>(k)]);
-      if (i < recvs) st.deliver(recv_segments[i].data(), recv_segments[i].size());
+    for (const Transfer& t : round.sends) {
+      plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
+      for (std::size_t i = 0; i < msg.pieces(); ++i) {
+        const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
+        st.ensure_own(st.own_bytes_read(msg.segments.data() + b, e - b));  // local wait
+        rq_.all.push_back(poster.post(true, t.peer, msg.segments.data() + b, e - b));
+        rq_.is_send.push_back(true);
+      }
     }
-    left -= static_cast<std::size_t>(count);
+    left_ = rq_.all.size();
+    done_.resize(rq_.all.size());
+    if (const double limit = timeout_seconds(); limit > 0) clock_.emplace(limit);
   }
-  poster.free_types();
-}
+
+  /// One MPI_Testsome; true once every request of the round has completed.
+  bool test() {
+    if (left_ == 0) return finish();
+    int count = 0;
+    check_mpi(MPI_Testsome(static_cast<int>(rq_.all.size()), rq_.all.data(), &count, done_.data(),
+                           MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
+    if (count == MPI_UNDEFINED) return finish();
+    if (count == 0) {
+      if (clock_ && clock_->stalled())
+        report_hang(rq_.comm, "agx: AGX_TIMEOUT: " + rank_in(rq_.comm, rank_) +
+                                  " made no progress for " + std::to_string(clock_->seconds()) +
+                                  " s in a staging round (device buffers): " +
+                                  std::to_string(left_) + " of its messages are open");
+      return false;
+    }
+    if (clock_) clock_->restart();
+    for (int k = 0; k < count; ++k) {
+      const auto i = static_cast<std::size_t>(done_[static_cast<std::size_t>(k)]);
+      if (i < recv_segments_.size()) st_.deliver(recv_segments_[i].data(), recv_segments_[i].size());
+    }
+    left_ -= static_cast<std::size_t>(count);
+    return left_ == 0 && finish();
+  }
+
+ private:
+  bool finish() {
+    poster_.free_types();
+    return true;
+  }
+
+  Staging& st_;
+  int rank_;
+  RoundPoster& poster_;
+  RoundRequests rq_;  ///< withdrawn by its destructor if the round does not complete
+  std::vector<std::vector<Segment>> recv_segments_;
+  std::vector<int> done_;
+  std::size_t left_ = 0;
+  std::optional<StallClock> clock_;
+};
 
 }  // namespace
 
-void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
-                 const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
-                 const StagingSettings& settings) {
-  Staging st(ops, pool, schedule.rank, device, layout, settings);
+struct StagingCall::State {
+  State(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule, const Buffers& device,
+        const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings)
+      : st(ops, pool, schedule.rank, device, layout, settings),
+        poster(comm, tag),
+        schedule(schedule),
+        layout(layout),
+        comm(comm),
+        piece(std::max<std::size_t>(settings.piece_bytes, 1)) {}
+
+  // Destroyed in reverse: an open round's requests are withdrawn before the mirror
+  // goes back to the pool (Staging's destructor).
+  Staging st;
+  RoundPoster poster;
+  const Schedule& schedule;
+  Layout layout;
+  MPI_Comm comm;
+  std::size_t piece;
+  std::size_t round = 0;
+  std::optional<RoundRun> current;
+  bool done = false;
+};
+
+StagingCall::StagingCall(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
+                         const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
+                         const StagingSettings& settings) {
   try {
-    st.own_block_in();
-    RoundPoster poster(comm, tag);
-    const std::size_t piece = std::max<std::size_t>(settings.piece_bytes, 1);
-    for (const Round& round : schedule.rounds)
-      run_round(st, round, schedule.rank, layout, piece, poster, comm);
-    st.finish();
+    s_ = std::make_unique<State>(ops, pool, schedule, device, layout, comm, tag, settings);
+    s_->st.own_block_in();
+    (void)test();  // posts the first round
   } catch (...) {
     mark_abandoned(comm);  // a peer's message of this call may still arrive on it
     throw;
   }
 }
 
+StagingCall::~StagingCall() = default;
+
+bool StagingCall::test() {
+  State& s = *s_;
+  if (s.done) return true;
+  try {
+    for (;;) {
+      if (!s.current) {
+        if (s.round == s.schedule.rounds.size()) break;
+        s.current.emplace(s.st, s.schedule.rounds[s.round], s.schedule.rank, s.layout, s.piece,
+                          s.poster, s.comm);
+      }
+      if (!s.current->test()) return false;
+      s.current.reset();
+      ++s.round;
+    }
+    s.st.finish();
+  } catch (...) {
+    mark_abandoned(s.comm);
+    throw;
+  }
+  s.done = true;
+  return true;
+}
+
+void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
+                 const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
+                 const StagingSettings& settings) {
+  StagingCall call(ops, pool, schedule, device, layout, comm, tag, settings);
+  while (!call.test()) {
+  }
+}
+
+struct StagedMirror::State {
+  State(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device, const Layout& layout,
+        const StagingSettings& settings)
+      : st(ops, pool, rank, device, layout, settings) {}
+  Staging st;
+};
+
+StagedMirror::StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
+                           const Layout& layout, const StagingSettings& settings)
+    : s_(std::make_unique<State>(ops, pool, rank, device, layout, settings)) {
+  s_->st.own_block_in();
+  s_->st.ensure_own(layout.bytes(rank));
+}
+
+StagedMirror::~StagedMirror() = default;
+
+const Buffers& StagedMirror::mirror() const { return s_->st.mirror(); }
+
+void StagedMirror::finish() {
+  s_->st.deliver_all_but_own();
+  s_->st.finish();
+}
+
 void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
                 const Layout& layout, const StagingSettings& settings,
                 const std::function<void(const Buffers& mirror)>& host_run) {
-  Staging st(ops, pool, rank, device, layout, settings);
-  st.own_block_in();
-  st.ensure_own(layout.bytes(rank));
-  host_run(st.mirror());
-  st.deliver_all_but_own();
-  st.finish();
+  StagedMirror m(ops, pool, rank, device, layout, settings);
+  host_run(m.mirror());
+  m.finish();
 }
 
 }  // namespace agx::cuda

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 
 namespace agx::cuda {
 
@@ -27,6 +28,43 @@ struct StagingSettings {
   std::size_t piece_bytes = std::size_t{1} << 20;
   /// Own block device->host chunk; local, any value works.
   std::size_t chunk_bytes = std::size_t{1} << 20;
+};
+
+/// One staging call, advanced without blocking on peers: the constructor stages the
+/// own block in and posts the first round; test() advances the rounds (the only waits
+/// are local ones, for own-block chunks on their way to the host) and returns true
+/// once the receive buffer is complete. `schedule` must outlive the call. Throws
+/// agx::Error (after the abandon path: the communicator is marked).
+class StagingCall {
+ public:
+  StagingCall(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule, const Buffers& device,
+              const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings);
+  ~StagingCall();
+  StagingCall(const StagingCall&) = delete;
+  StagingCall& operator=(const StagingCall&) = delete;
+  bool test();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+/// The mirror of a call whose algorithm is not a schedule (lib/hier): the constructor
+/// stages the own block in (and waits for it); the algorithm runs in place on
+/// mirror(); finish() copies every other block to the device and waits.
+class StagedMirror {
+ public:
+  StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
+               const Layout& layout, const StagingSettings& settings);
+  ~StagedMirror();
+  StagedMirror(const StagedMirror&) = delete;
+  StagedMirror& operator=(const StagedMirror&) = delete;
+  const Buffers& mirror() const;
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 /// Runs this rank's `schedule` with device buffers `device` (send and recv, or recv

@@ -13,9 +13,10 @@
 //   device    contexts only on the device each rank set (cudaSetDevice), none on others
 //   choice    a large single-node call on device buffers, automatic path: IPC (node
 //             algorithms priced from their schedules, not as free)
-//   progress  host buffers: rank 0 starts, then MPI_Ssend to rank 1, which receives
-//             before it starts (a start must not wait for the other ranks); KNOWN to
-//             hang on a GPU node (registered should_fail, docs/gpu.md)
+//   progress  rank 0 starts, then MPI_Ssend to rank 1, which receives before it starts
+//             (a start must not wait for the other ranks); and rank 0 tests its start
+//             while rank 1, started, sits in MPI_Recv (test() must not wait for it
+//             either); host buffers, then device buffers on the forced path
 // A watchdog ends a hung case after 60 s (TEST_FAKE_WATCHDOG seconds; exit 3).
 
 #include <agx/agx.hpp>
@@ -27,10 +28,12 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -272,17 +275,61 @@ void case_choice() {
   ok(cudaFree(recv), "cudaFree");
 }
 
+/// One start that must not wait for the peer: `later` ranks start only after rank 0
+/// has started (rank 0 MPI_Ssends to them after its start); with `tests`, rank 0 also
+/// calls test() 200 times first, while rank 1 has started and sits in a plain MPI
+/// receive (so the agreement settles and the device path begins inside rank 0's
+/// test(), which must not wait for rank 1's part either).
+template <class Start>
+void one_start(Start start, bool tests) {
+  if (!tests && rank_ == 1) MPI_Recv(nullptr, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  agx::Request q = start();
+  if (tests && rank_ == 1) MPI_Recv(nullptr, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (tests && rank_ == 0)
+    for (int i = 0; i < 200; ++i) {
+      (void)q.test();
+      usleep(1000);
+    }
+  if (rank_ == 0) MPI_Ssend(nullptr, 0, MPI_BYTE, 1, 99, MPI_COMM_WORLD);
+  q.wait();
+}
+
 void case_progress() {
-  const std::size_t n = 256;
+  // Host buffers, then device buffers (the path AGX_CUDA_PATH forces): each in both
+  // orders above; every byte checked.
+  const std::size_t n = 256, block = 70001;
   std::vector<int> s(n, rank_), r(n * static_cast<std::size_t>(size_));
   agx::Allgather<int> g(MPI_COMM_WORLD, {agx::Algorithm::ring});
   g(s, r);  // the communicator's first call (blocking by design) is made first
-  if (rank_ == 1) MPI_Recv(nullptr, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  agx::Request q = g.start(s, r);
-  if (rank_ == 0) MPI_Ssend(nullptr, 0, MPI_BYTE, 1, 99, MPI_COMM_WORLD);
-  q.wait();
-  for (int p = 0; p < size_; ++p)
-    if (r[static_cast<std::size_t>(p) * n] != p) fail("data of rank " + std::to_string(p));
+  for (bool tests : {false, true}) {
+    std::fill(r.begin(), r.end(), -1);
+    one_start([&] { return g.start(s, r); }, tests);
+    for (int p = 0; p < size_; ++p)
+      if (r[static_cast<std::size_t>(p) * n] != p) fail("host data of rank " + std::to_string(p));
+  }
+  const std::size_t total = block * static_cast<std::size_t>(size_);
+  void *send = nullptr, *recv = nullptr;
+  ok(cudaMalloc(&send, block), "cudaMalloc");
+  ok(cudaMalloc(&recv, total), "cudaMalloc");
+  fill_send(send, block);
+  agx::Allgather<unsigned char> d(MPI_COMM_WORLD);
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  for (int p = 0; p < size_; ++p) displs[static_cast<std::size_t>(p)] = p * static_cast<int>(block);
+  const std::span<const unsigned char> ds(static_cast<const unsigned char*>(send), block);
+  const std::span<unsigned char> dr(static_cast<unsigned char*>(recv), total);
+  d(ds, dr);  // the first automatic choice sets up the node topology (collective, blocking)
+  check(recv, total, block, displs, "device blocking call");
+  for (bool tests : {false, true}) {
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    one_start([&] { return d.start(ds, dr); }, tests);
+    check(recv, total, block, displs, tests ? "device start, tested early" : "device start");
+  }
+  const auto path = agx::cuda::last_path();
+  if (rank_ == 0)
+    std::printf("progress: device path %s\n",
+                path ? std::string(agx::cuda::to_string(*path)).c_str() : "none");
+  ok(cudaFree(send), "cudaFree");
+  ok(cudaFree(recv), "cudaFree");
 }
 
 }  // namespace
