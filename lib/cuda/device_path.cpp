@@ -84,15 +84,16 @@ CommState& state_of(CommContext& ctx) {
   check_mpi(MPI_Comm_get_attr(ctx.comm(), keyval, &attr, &found), "MPI_Comm_get_attr");
   if (found) return *static_cast<CommState*>(attr);
   const CudaSettings& s = cuda_settings();
-  const long long word = settings_word(s);
-  long long mine[3] = {device_count() > 0 ? 1 : 0, word, -word}, all[3] = {0, 0, 0};
+  const long long word = settings_word(s), staging = static_cast<long long>(s.staging_bytes);
+  long long mine[5] = {device_count() > 0 ? 1 : 0, word, -word, staging, -staging};
+  long long all[5] = {0, 0, 0, 0, 0};
   MPI_Request r = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(mine, all, 3, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
+  check_mpi(MPI_Iallreduce(mine, all, 5, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
             "MPI_Iallreduce");
   wait_progressing(r);
   auto* st = new CommState();
   st->device_calls = all[0] != 0 && !s.off;
-  st->settings_differ = all[1] != -all[2];
+  st->settings_differ = all[1] != -all[2] || all[3] != -all[4];
   check_mpi(MPI_Comm_set_attr(ctx.comm(), keyval, st), "MPI_Comm_set_attr");
   return *st;
 }
@@ -167,7 +168,7 @@ class StagedNodeRun final : public DeviceCall::Run {
   StagedNodeRun(CommContext& ctx, Algorithm a, const Buffers& b, const Layout& layout,
                 const StagingSettings& st, bool blocking)
       : mirror_(backend::device_ops(), backend::pinned_pool(), ctx.rank(), b, layout, st),
-        node_(ctx, a, mirror_.mirror(), layout, blocking) {}
+        node_(ctx, a, mirror_.mirror(), mirror_.layout(), blocking) {}
   bool test() override {
     if (!node_.test()) return false;
     if (!finished_) mirror_.finish();
@@ -192,14 +193,27 @@ class StagingRun final : public DeviceCall::Run {
   StagingCall call_;
 };
 
+class HostStagingRun final : public DeviceCall::Run {
+ public:
+  HostStagingRun(const Schedule& s, const Buffers& b, const Layout& layout, MPI_Comm comm, int tag,
+                 const StagingSettings& st)
+      : call_(s, b, layout, comm, tag, st) {}
+  bool test() override { return call_.test(); }
+
+ private:
+  HostStagingCall call_;
+};
+
 /// This rank's part of an aware or staging call (`tag` taken when the call settled).
 std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const AlgorithmChoice& choice,
                                              const Buffers& b, const Layout& layout,
                                              bool local_device, const StagingSettings& st, int tag,
                                              bool blocking) {
   const Algorithm a = choice.id;
-  if (!local_device) {  // host buffers in a device call: the host path, same message size
+  if (!local_device) {  // host buffers in a device call: the host path, same messages
     if (is_node_algorithm(a)) return std::make_unique<NodeRun>(ctx, a, b, layout, blocking);
+    if (p == Path::staging)  // in the staging call's slices
+      return std::make_unique<HostStagingRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag, st);
     return std::make_unique<ExecutionRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag,
                                           st.piece_bytes);
   }
@@ -233,8 +247,9 @@ class IpcRun final : public DeviceCall::Run {
       announce(ctx_, Path::ipc, a_, "");
       return true;
     }
+    const bool whole_blocks = blocking_ && slicing_of(layout_, st_.mirror_bytes).slices == 1;
     const AlgorithmChoice p2p =
-        is_node_algorithm(a_.id) && !blocking_ ? AlgorithmChoice{Algorithm::ring, 0} : a_;
+        is_node_algorithm(a_.id) && !whole_blocks ? AlgorithmChoice{Algorithm::ring, 0} : a_;
     announce(ctx_, Path::staging, p2p, " (ipc cannot serve)");
     fallback_ = start_local(ctx_, Path::staging, p2p, b_, layout_, local_device_, st_, tag_, blocking_);
     return fallback_->test();
@@ -267,8 +282,8 @@ DeviceCall::DeviceCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers
   CommState& state = state_of(ctx);
   if (state.settings_differ)
     throw Error(MPI_ERR_ARG,
-                "agx: AGX_CUDA, AGX_CUDA_PATH and AGX_CUDA_CHUNK_BYTES must be the same on every "
-                "rank of the communicator; they differ");
+                "agx: AGX_CUDA, AGX_CUDA_PATH, AGX_CUDA_CHUNK_BYTES and AGX_CUDA_STAGING_BYTES must "
+                "be the same on every rank of the communicator; they differ");
   if (!state.device_calls) {
     settle_host();
     return;
@@ -342,7 +357,6 @@ void DeviceCall::settle() {
     throw Error(MPI_ERR_ARG, "agx: AGX_CUDA_PATH='" + s.invalid_path +
                                  "' names no path (aware, staging, ipc, auto)");
   CommContext& ctx = ctx_;
-  const AlgorithmChoice& a = choice_;
   const Layout& layout = layout_;
   if (local_device_) backend::set_device(device_);  // the caller's, on any thread
 
@@ -352,6 +366,7 @@ void DeviceCall::settle() {
   StagingSettings st;
   st.chunk_bytes = s.chunk_bytes;
   st.piece_bytes = std::min(config().max_message_bytes, s.chunk_bytes);
+  st.mirror_bytes = s.staging_bytes;
 
   Path p = Path::staging;
   if (s.forced) {
@@ -360,12 +375,18 @@ void DeviceCall::settle() {
   } else {
     // Node algorithms are schedules too: priced as planned, never as free.
     const double schedule_s =
-        predict_algorithm(a, layout, ctx.selector().placement(), ctx.selector().tuning().params,
+        predict_algorithm(choice_, layout, ctx.selector().placement(), ctx.selector().tuning().params,
                           buffers_.in_place, ctx.selector().stage());
     p = choose_path(allowed, schedule_s, layout, st.piece_bytes);
   }
   const int tag = ctx.next_tag();  // taken here, in call order, whatever runs
   const bool blocking = !host_start_;
+  AlgorithmChoice a = choice_;
+  // lib/hier's algorithms take whole blocks and run on the staging mirror: where the
+  // mirror would exceed the staging bound, ring runs instead, in slices under staging
+  // (the same on every rank).
+  if (p != Path::ipc && is_node_algorithm(a.id) && slicing_of(layout, st.mirror_bytes).slices > 1)
+    a = AlgorithmChoice{Algorithm::ring, 0};
   if (p == Path::ipc) {
     run_ = std::make_unique<IpcRun>(ctx, a, buffers_, layout, local_device_, st, tag, blocking);
     return;

@@ -25,27 +25,21 @@
 namespace agx::cuda {
 namespace {
 
-/// Bytes the mirror needs: the end of the furthest non-empty block.
-std::size_t extent_bytes(const Layout& layout) {
-  std::size_t end = 0;
-  for (int b = 0; b < layout.nranks(); ++b)
-    if (layout.bytes(b) > 0) end = std::max(end, layout.offset(b) + layout.bytes(b));
-  return end;
-}
-
+/// One slice's mirror and its way to the device: blocks lie at b*stride on the mirror
+/// and at the slice's device offsets in the receive buffer.
 class Staging {
  public:
-  Staging(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device, const Layout& layout,
-          const StagingSettings& settings)
+  Staging(DeviceOps& ops, std::byte* mirror, std::size_t stride, int rank, const Buffers& device,
+          const Slice& slice, const StagingSettings& settings)
       : ops_(ops),
-        lease_(pool, extent_bytes(layout)),
+        stride_(stride),
         rank_(rank),
         device_(device),
-        layout_(layout),
+        slice_(slice),
         settings_(settings),
-        mirror_{nullptr, lease_.get(), true},
-        own_offset_(layout.offset(rank)),
-        own_bytes_(layout.bytes(rank)) {
+        mirror_{nullptr, mirror, true},
+        own_offset_(slice.mirror.offset(rank)),
+        own_bytes_(slice.mirror.bytes(rank)) {
     ops_.begin_call();
   }
 
@@ -66,8 +60,10 @@ class Staging {
   /// The own block: into its place on the device (out of place) and onto the mirror.
   void own_block_in() {
     if (own_bytes_ == 0) return;
-    std::byte* dev_own = static_cast<std::byte*>(device_.recv) + own_offset_;
-    const auto* src = device_.in_place ? dev_own : static_cast<const std::byte*>(device_.send);
+    std::byte* dev_own = static_cast<std::byte*>(device_.recv) + slice_.device.offset(rank_);
+    const auto* src = device_.in_place
+                          ? dev_own
+                          : static_cast<const std::byte*>(device_.send) + slice_.send_shift;
     if (!device_.in_place) ops_.copy_device_async(dev_own, src, own_bytes_, Stream::d2d);
     const std::size_t chunk = std::max<std::size_t>(settings_.chunk_bytes, 1);
     for (std::size_t at = 0; at < own_bytes_; at += chunk) {
@@ -99,21 +95,30 @@ class Staging {
     return need;
   }
 
-  /// Enqueues the host->device copies of mirror bytes (received data).
+  /// Enqueues the host->device copies of mirror bytes (received data); a segment may
+  /// cover adjacent blocks of the mirror, which are apart on the device.
   void deliver(const Segment* segments, std::size_t count) {
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t offset = static_cast<std::size_t>(segments[i].ptr - mirror_base());
       const Stream s = (deliveries_++ % 2 == 0) ? Stream::h2d_a : Stream::h2d_b;
-      ops_.copy_to_device_async(static_cast<std::byte*>(device_.recv) + offset, segments[i].ptr,
-                                segments[i].bytes, s);
+      std::size_t at = static_cast<std::size_t>(segments[i].ptr - mirror_base());
+      std::size_t left = segments[i].bytes;
+      while (left > 0) {
+        const std::size_t b = at / stride_, within = at - b * stride_;
+        const std::size_t n = std::min(left, stride_ - within);
+        ops_.copy_to_device_async(static_cast<std::byte*>(device_.recv) +
+                                      slice_.device.offset(static_cast<int>(b)) + within,
+                                  mirror_base() + at, n, s);
+        at += n;
+        left -= n;
+      }
     }
   }
 
   /// Copies every block except the own one from the mirror to the device.
   void deliver_all_but_own() {
-    for (int b = 0; b < layout_.nranks(); ++b) {
-      if (b == rank_ || layout_.bytes(b) == 0) continue;
-      const Segment seg{mirror_base() + layout_.offset(b), layout_.bytes(b)};
+    for (int b = 0; b < slice_.mirror.nranks(); ++b) {
+      if (b == rank_ || slice_.mirror.bytes(b) == 0) continue;
+      const Segment seg{mirror_base() + slice_.mirror.offset(b), slice_.mirror.bytes(b)};
       deliver(&seg, 1);
     }
   }
@@ -138,10 +143,10 @@ class Staging {
   }
 
   DeviceOps& ops_;
-  PinnedLease lease_;
+  std::size_t stride_;
   int rank_;
   Buffers device_;
-  Layout layout_;
+  const Slice& slice_;
   StagingSettings settings_;
   Buffers mirror_;
   std::size_t own_offset_, own_bytes_;
@@ -289,24 +294,74 @@ class RoundRun {
 
 }  // namespace
 
+Slicing slicing_of(const Layout& layout, std::size_t mirror_bytes) {
+  const auto n = static_cast<std::size_t>(layout.nranks());
+  std::size_t largest = 0;
+  for (int b = 0; b < layout.nranks(); ++b) largest = std::max(largest, layout.bytes(b));
+  Slicing s;
+  if (n == 0 || largest == 0) return s;
+  s.stride = largest <= mirror_bytes / n ? largest : std::max<std::size_t>(mirror_bytes / n, 1);
+  s.slices = (largest + s.stride - 1) / s.stride;
+  return s;
+}
+
+Slice::Slice(const Layout& layout, const Slicing& s, std::size_t j) {
+  const auto n = static_cast<std::size_t>(layout.nranks());
+  bytes.resize(n);
+  device_offsets.resize(n);
+  mirror_offsets.resize(n);
+  const std::size_t start = j * s.stride;
+  send_shift = start;  // the own block's piece (unused when the piece is empty)
+  for (int b = 0; b < layout.nranks(); ++b) {
+    const auto k = static_cast<std::size_t>(b);
+    const std::size_t all = layout.bytes(b), from = std::min(start, all);
+    bytes[k] = std::min(s.stride, all - from);
+    device_offsets[k] = layout.offset(b) + from;
+    mirror_offsets[k] = k * s.stride;
+  }
+  device = Layout::varying(bytes, device_offsets);
+  mirror = Layout::varying(bytes, mirror_offsets);
+}
+
 struct StagingCall::State {
   State(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule, const Buffers& device,
         const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings)
-      : st(ops, pool, schedule.rank, device, layout, settings),
-        poster(comm, tag),
+      : ops(ops),
+        slicing(slicing_of(layout, settings.mirror_bytes)),
+        lease(pool, static_cast<std::size_t>(layout.nranks()) * slicing.stride),
         schedule(schedule),
+        device(device),
         layout(layout),
         comm(comm),
+        tag(tag),
+        settings(settings),
         piece(std::max<std::size_t>(settings.piece_bytes, 1)) {}
 
-  // Destroyed in reverse: an open round's requests are withdrawn before the mirror
-  // goes back to the pool (Staging's destructor).
-  Staging st;
-  RoundPoster poster;
+  /// Starts slice `j`: its layouts, its own block onto the mirror.
+  void begin_slice(std::size_t j) {
+    slice.emplace(layout, slicing, j);
+    st.emplace(ops, lease.get(), slicing.stride, schedule.rank, device, *slice, settings);
+    poster.emplace(comm, tag);
+    round = 0;
+    st->own_block_in();
+  }
+
+  // Destroyed in reverse: an open round's requests are withdrawn before the slice's
+  // copies are drained (Staging's destructor) and the mirror goes back to the pool.
+  DeviceOps& ops;
+  Slicing slicing;
+  PinnedLease lease;
   const Schedule& schedule;
+  Buffers device;
   Layout layout;
   MPI_Comm comm;
+  int tag;
+  StagingSettings settings;
   std::size_t piece;
+  std::size_t slice_index = 0;
+  std::optional<Slice> slice;
+  std::optional<Staging> st;
+  std::optional<RoundPoster> poster;
   std::size_t round = 0;
   std::optional<RoundRun> current;
   bool done = false;
@@ -317,7 +372,7 @@ StagingCall::StagingCall(DeviceOps& ops, PinnedPool& pool, const Schedule& sched
                          const StagingSettings& settings) {
   try {
     s_ = std::make_unique<State>(ops, pool, schedule, device, layout, comm, tag, settings);
-    s_->st.own_block_in();
+    s_->begin_slice(0);
     (void)test();  // posts the first round
   } catch (...) {
     mark_abandoned(comm);  // a peer's message of this call may still arrive on it
@@ -333,20 +388,75 @@ bool StagingCall::test() {
   try {
     for (;;) {
       if (!s.current) {
-        if (s.round == s.schedule.rounds.size()) break;
-        s.current.emplace(s.st, s.schedule.rounds[s.round], s.schedule.rank, s.layout, s.piece,
-                          s.poster, s.comm);
+        if (s.round == s.schedule.rounds.size()) {  // the slice is complete
+          s.st->finish();
+          s.current.reset();
+          s.poster.reset();
+          s.st.reset();
+          if (++s.slice_index == s.slicing.slices) break;
+          s.begin_slice(s.slice_index);
+          continue;
+        }
+        s.current.emplace(*s.st, s.schedule.rounds[s.round], s.schedule.rank, s.slice->mirror,
+                          s.piece, *s.poster, s.comm);
       }
       if (!s.current->test()) return false;
       s.current.reset();
       ++s.round;
     }
-    s.st.finish();
   } catch (...) {
     mark_abandoned(s.comm);
     throw;
   }
   s.done = true;
+  return true;
+}
+
+struct HostStagingCall::State {
+  State(const Schedule& schedule, const Buffers& host, const Layout& layout, MPI_Comm comm, int tag,
+        const StagingSettings& settings)
+      : slicing(slicing_of(layout, settings.mirror_bytes)),
+        schedule(schedule),
+        host(host),
+        layout(layout),
+        comm(comm),
+        tag(tag),
+        piece(settings.piece_bytes) {}
+  void begin_slice(std::size_t j) {
+    e.reset();
+    slice.emplace(layout, slicing, j);
+    const Buffers b{host.in_place ? nullptr : static_cast<const std::byte*>(host.send) + slice->send_shift,
+                    host.recv, host.in_place};
+    e.emplace(schedule, b, slice->device, comm, tag, piece);
+    e->start();
+  }
+  Slicing slicing;
+  const Schedule& schedule;
+  Buffers host;
+  Layout layout;
+  MPI_Comm comm;
+  int tag;
+  std::size_t piece;
+  std::size_t slice_index = 0;
+  std::optional<Slice> slice;
+  std::optional<Execution> e;  // destroyed before its slice's layout
+};
+
+HostStagingCall::HostStagingCall(const Schedule& schedule, const Buffers& host, const Layout& layout,
+                                 MPI_Comm comm, int tag, const StagingSettings& settings)
+    : s_(std::make_unique<State>(schedule, host, layout, comm, tag, settings)) {
+  s_->begin_slice(0);
+}
+
+HostStagingCall::~HostStagingCall() = default;
+
+bool HostStagingCall::test() {
+  State& s = *s_;
+  while (s.e) {
+    if (!s.e->test()) return false;
+    s.e.reset();
+    if (++s.slice_index < s.slicing.slices) s.begin_slice(s.slice_index);
+  }
   return true;
 }
 
@@ -361,7 +471,13 @@ void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
 struct StagedMirror::State {
   State(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device, const Layout& layout,
         const StagingSettings& settings)
-      : st(ops, pool, rank, device, layout, settings) {}
+      : slicing(slicing_of(layout, static_cast<std::size_t>(-1))),
+        lease(pool, static_cast<std::size_t>(layout.nranks()) * slicing.stride),
+        slice(layout, slicing, 0),
+        st(ops, lease.get(), slicing.stride, rank, device, slice, settings) {}
+  Slicing slicing;  // one slice: lib/hier's algorithms take whole blocks
+  PinnedLease lease;
+  Slice slice;
   Staging st;
 };
 
@@ -369,8 +485,10 @@ StagedMirror::StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buf
                            const Layout& layout, const StagingSettings& settings)
     : s_(std::make_unique<State>(ops, pool, rank, device, layout, settings)) {
   s_->st.own_block_in();
-  s_->st.ensure_own(layout.bytes(rank));
+  s_->st.ensure_own(s_->slice.mirror.bytes(rank));
 }
+
+const Layout& StagedMirror::layout() const { return s_->slice.mirror; }
 
 StagedMirror::~StagedMirror() = default;
 
@@ -383,9 +501,9 @@ void StagedMirror::finish() {
 
 void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
                 const Layout& layout, const StagingSettings& settings,
-                const std::function<void(const Buffers& mirror)>& host_run) {
+                const std::function<void(const Buffers& mirror, const Layout& on_mirror)>& host_run) {
   StagedMirror m(ops, pool, rank, device, layout, settings);
-  host_run(m.mirror());
+  host_run(m.mirror(), m.layout());
   m.finish();
 }
 

@@ -17,6 +17,7 @@
 //             (a start must not wait for the other ranks); and rank 0 tests its start
 //             while rank 1, started, sits in MPI_Recv (test() must not wait for it
 //             either); host buffers, then device buffers on the forced path
+//   pinned    large staging calls with AGX_CUDA_STAGING_BYTES: pinned memory bounded
 // A watchdog ends a hung case after 60 s (TEST_FAKE_WATCHDOG seconds; exit 3).
 
 #include <agx/agx.hpp>
@@ -42,6 +43,7 @@ namespace {
 struct FakeCudaCounters {
   long contexts[16];
   long ipc_open, ipc_opened, ipc_closed;
+  long pinned_bytes, pinned_peak;
 };
 
 FakeCudaCounters counters() {
@@ -332,6 +334,56 @@ void case_progress() {
   ok(cudaFree(recv), "cudaFree");
 }
 
+void case_pinned() {
+  // 16 MiB per rank (48 MiB received at 3 ranks) through staging with
+  // AGX_CUDA_STAGING_BYTES=4 MiB: every call's data right, pinned memory at most
+  // 4 MiB at any time (the mirror was the whole receive extent, rounded up: 64 MiB).
+  // Blocking and nonblocking, out of place and in place, ring and a forced
+  // shared_memory (run as ring in slices), and rank 2 with host buffers (it must cut
+  // its messages the same way).
+  const std::size_t block = std::size_t{16} << 20, total = block * static_cast<std::size_t>(size_);
+  const bool host = rank_ == 2;
+  std::vector<unsigned char> hs, hr;
+  void *send = nullptr, *recv = nullptr;
+  if (host) {
+    hs.resize(block);
+    hr.resize(total);
+    send = hs.data();
+    recv = hr.data();
+  } else {
+    ok(cudaMalloc(&send, block), "cudaMalloc");
+    ok(cudaMalloc(&recv, total), "cudaMalloc");
+  }
+  fill_send(send, block);
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  for (int p = 0; p < size_; ++p) displs[static_cast<std::size_t>(p)] = p * static_cast<int>(block);
+  const std::span<const unsigned char> ds(static_cast<const unsigned char*>(send), block);
+  const std::span<unsigned char> dr(static_cast<unsigned char*>(recv), total);
+  for (agx::Algorithm a : {agx::Algorithm::ring, agx::Algorithm::shared_memory}) {
+    agx::Allgather<unsigned char> g(MPI_COMM_WORLD, {a});
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    g(ds, dr);
+    check(recv, total, block, displs, std::string("blocking ") + std::string(agx::to_string(a)));
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    g.start(ds, dr).wait();
+    check(recv, total, block, displs, std::string("start ") + std::string(agx::to_string(a)));
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    fill_send(static_cast<unsigned char*>(recv) + displs[static_cast<std::size_t>(rank_)], block);
+    g.in_place(dr);
+    check(recv, total, block, displs, std::string("in place ") + std::string(agx::to_string(a)));
+  }
+  const FakeCudaCounters c = counters();
+  const long bound = 4l << 20;
+  if (rank_ == 0) std::printf("pinned: peak %ld bytes, %ld held at the end\n", c.pinned_peak, c.pinned_bytes);
+  if (c.pinned_peak > bound)
+    fail("pinned memory peaked at " + std::to_string(c.pinned_peak) + " bytes, over the " +
+         std::to_string(bound) + "-byte bound");
+  if (!host) {
+    ok(cudaFree(send), "cudaFree");
+    ok(cudaFree(recv), "cudaFree");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -359,6 +411,7 @@ int main(int argc, char** argv) {
   else if (which == "device") case_device();
   else if (which == "choice") case_choice();
   else if (which == "progress") case_progress();
+  else if (which == "pinned") case_pinned();
   else {
     std::fprintf(stderr, "test_fake: unknown --case=%s\n", which.c_str());
     return 2;
