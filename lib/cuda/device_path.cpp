@@ -109,13 +109,17 @@ bool mpi_is_cuda_aware() {
 }
 
 std::optional<Path> last;
+std::optional<DeviceRun> last_ran;
 
 bool is_node_algorithm(Algorithm a) {
   return a == Algorithm::hierarchical || a == Algorithm::shared_memory;
 }
 
-void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const char* note) {
+void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const char* note,
+              DeviceRun& ran) {
   last = p;
+  ran = DeviceRun{p, a.id};
+  last_ran = ran;
   static std::set<std::string> said;
   if (!config().verbose || ctx.rank() != 0) return;  // AGX_VERBOSE (core/config.hpp)
   const std::string line = std::string(to_string(p)) + "/" + to_string(a) + note;
@@ -236,21 +240,21 @@ std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const Alg
 class IpcRun final : public DeviceCall::Run {
  public:
   IpcRun(CommContext& ctx, const AlgorithmChoice& a, const Buffers& b, const Layout& layout,
-         bool local_device, const StagingSettings& st, int tag, bool blocking)
+         bool local_device, const StagingSettings& st, int tag, bool blocking, DeviceRun& ran)
       : ctx_(ctx), a_(a), b_(b), layout_(layout), local_device_(local_device), st_(st), tag_(tag),
-        blocking_(blocking), ipc_(ctx, b, layout) {}
+        blocking_(blocking), ran_(ran), ipc_(ctx, b, layout) {}
   bool test() override {
     if (fallback_) return fallback_->test();
     const std::optional<bool> done = ipc_.test();
     if (!done) return false;
-    if (*done) {
-      announce(ctx_, Path::ipc, a_, "");
+    if (*done) {  // every rank copied every peer's block itself
+      announce(ctx_, Path::ipc, AlgorithmChoice{Algorithm::direct, 0}, "", ran_);
       return true;
     }
     const bool whole_blocks = blocking_ && slicing_of(layout_, st_.mirror_bytes).slices == 1;
     const AlgorithmChoice p2p =
         is_node_algorithm(a_.id) && !whole_blocks ? AlgorithmChoice{Algorithm::ring, 0} : a_;
-    announce(ctx_, Path::staging, p2p, " (ipc cannot serve)");
+    announce(ctx_, Path::staging, p2p, " (ipc cannot serve)", ran_);
     fallback_ = start_local(ctx_, Path::staging, p2p, b_, layout_, local_device_, st_, tag_, blocking_);
     return fallback_->test();
   }
@@ -264,6 +268,7 @@ class IpcRun final : public DeviceCall::Run {
   StagingSettings st_;
   int tag_;
   bool blocking_;
+  DeviceRun& ran_;
   IpcCall ipc_;
   std::unique_ptr<DeviceCall::Run> fallback_;
 };
@@ -361,7 +366,9 @@ void DeviceCall::settle() {
   if (local_device_) backend::set_device(device_);  // the caller's, on any thread
 
   PathOptions allowed;
-  allowed.aware = agreed_[2] == 0;
+  // Node algorithms run on host memory (lib/hier's segment): never on the aware path;
+  // such a call stages, and is priced and reported as staging.
+  allowed.aware = agreed_[2] == 0 && !is_node_algorithm(choice_.id);
   allowed.ipc = agreed_[1] == 0 && ctx.selector().placement().nodes() == 1 && ctx.size() > 1;
   StagingSettings st;
   st.chunk_bytes = s.chunk_bytes;
@@ -388,21 +395,33 @@ void DeviceCall::settle() {
   if (p != Path::ipc && is_node_algorithm(a.id) && slicing_of(layout, st.mirror_bytes).slices > 1)
     a = AlgorithmChoice{Algorithm::ring, 0};
   if (p == Path::ipc) {
-    run_ = std::make_unique<IpcRun>(ctx, a, buffers_, layout, local_device_, st, tag, blocking);
+    run_ = std::make_unique<IpcRun>(ctx, a, buffers_, layout, local_device_, st, tag, blocking, ran_);
     return;
   }
-  announce(ctx, p, a, s.forced && *s.forced != p ? " (forced path cannot serve)" : "");
+  announce(ctx, p, a, s.forced && *s.forced != p ? " (forced path cannot serve)" : "", ran_);
   run_ = start_local(ctx, p, a, buffers_, layout, local_device_, st, tag, blocking);
+}
+
+std::optional<DeviceRun> DeviceCall::ran() const {
+  if (result_ && *result_) return ran_;
+  return std::nullopt;
+}
+
+std::optional<DeviceRun> last_run() { return last_ran; }
+
+std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                                    const Layout& layout) {
+  DeviceCall call(ctx, a, buffers, layout);
+  for (;;) {
+    if (const std::optional<bool> on_device = call.test()) return call.ran();
+    detail::progress_all();
+    sched_yield();
+  }
 }
 
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                    const Layout& layout) {
-  DeviceCall call(ctx, a, buffers, layout);
-  for (;;) {
-    if (const std::optional<bool> on_device = call.test()) return *on_device;
-    detail::progress_all();
-    sched_yield();
-  }
+  return run_device(ctx, a, buffers, layout).has_value();
 }
 
 }  // namespace agx::cuda

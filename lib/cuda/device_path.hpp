@@ -17,6 +17,16 @@ class CommContext;
 
 namespace agx::cuda {
 
+/// What a device call ran: its path and the algorithm that moved the data (the
+/// schedule on the wire or on the staging mirror; `direct` for IPC, where each rank
+/// copies every peer's block itself). It may differ from the algorithm chosen for the
+/// call: node algorithms never run under `aware` (they stage), and a staging call
+/// larger than AGX_CUDA_STAGING_BYTES runs ring instead of a node algorithm.
+struct DeviceRun {
+  Path path = Path::staging;
+  Algorithm algorithm = Algorithm::automatic;
+};
+
 /// One call's way through lib/cuda, decided and run without blocking. The constructor
 /// looks at this rank's buffers and posts the agreement on memory kinds (one
 /// nonblocking allreduce of three ints, only on communicators where some rank sees a
@@ -47,6 +57,8 @@ class DeviceCall {
   /// device path ran (the call is complete), false when the caller runs the host path
   /// (already started through `host_start` when there is one). Throws agx::Error.
   std::optional<bool> test();
+  /// What ran, once test() returned true.
+  std::optional<DeviceRun> ran() const;
 
   /// What a device call runs (internal, device_path.cpp).
   struct Run;
@@ -67,6 +79,7 @@ class DeviceCall {
   bool queued_ = false;  ///< waiting in its communicator's queue of unsettled calls
   int device_ = -1;  ///< the caller's current CUDA device (the path runs on it)
   std::unique_ptr<Run> run_;
+  DeviceRun ran_;
   std::optional<bool> result_;
 };
 
@@ -75,8 +88,14 @@ class DeviceCall {
 /// True when the device path ran; false when the caller runs the host path.
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout);
 
+/// The same, returning what ran (nullopt: the caller runs the host path).
+std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                                    const Layout& layout);
+
 /// The path of this process's last device call (for tools and tests).
 std::optional<Path> last_path();
+/// The path and algorithm of this process's last device call (for tools and tests).
+std::optional<DeviceRun> last_run();
 
 /// Runs the IPC path (ipc.cpp). False, on every rank, when some rank cannot take part
 /// (nothing but the own block has moved then).

@@ -18,6 +18,8 @@
 //             while rank 1, started, sits in MPI_Recv (test() must not wait for it
 //             either); host buffers, then device buffers on the forced path
 //   pinned    large staging calls with AGX_CUDA_STAGING_BYTES: pinned memory bounded
+//   report    AGX_CUDA_PATH=aware: a node algorithm stages and is reported so (path
+//             and returned algorithm); ring runs aware
 // A watchdog ends a hung case after 60 s (TEST_FAKE_WATCHDOG seconds; exit 3).
 
 #include <agx/agx.hpp>
@@ -273,6 +275,8 @@ void case_choice() {
     fail(std::string("8 MiB per rank on one node took ") +
          (path ? std::string(agx::cuda::to_string(*path)) : std::string("no device path")) +
          " with " + std::string(agx::to_string(a)) + ", not ipc");
+  else if (a != agx::Algorithm::direct)  // each rank copied every peer's block itself
+    fail("the IPC call returned " + std::string(agx::to_string(a)) + ", not direct");
   ok(cudaFree(send), "cudaFree");
   ok(cudaFree(recv), "cudaFree");
 }
@@ -362,8 +366,10 @@ void case_pinned() {
   for (agx::Algorithm a : {agx::Algorithm::ring, agx::Algorithm::shared_memory}) {
     agx::Allgather<unsigned char> g(MPI_COMM_WORLD, {a});
     ok(cudaMemset(recv, 0, total), "cudaMemset");
-    g(ds, dr);
+    const agx::Algorithm ran = g(ds, dr);
     check(recv, total, block, displs, std::string("blocking ") + std::string(agx::to_string(a)));
+    if (ran != agx::Algorithm::ring)  // what ran, not what was asked for
+      fail(std::string(agx::to_string(a)) + " in slices returned " + std::string(agx::to_string(ran)));
     ok(cudaMemset(recv, 0, total), "cudaMemset");
     g.start(ds, dr).wait();
     check(recv, total, block, displs, std::string("start ") + std::string(agx::to_string(a)));
@@ -382,6 +388,42 @@ void case_pinned() {
     ok(cudaFree(send), "cudaFree");
     ok(cudaFree(recv), "cudaFree");
   }
+}
+
+void case_report() {
+  // AGX_CUDA_PATH=aware with a CUDA-aware MPI: a node algorithm cannot run there (it
+  // stages), and what is reported must say so; ring does run aware.
+  const std::size_t block = 4096, total = block * static_cast<std::size_t>(size_);
+  void *send = nullptr, *recv = nullptr;
+  ok(cudaMalloc(&send, block), "cudaMalloc");
+  ok(cudaMalloc(&recv, total), "cudaMalloc");
+  fill_send(send, block);
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  for (int p = 0; p < size_; ++p) displs[static_cast<std::size_t>(p)] = p * static_cast<int>(block);
+  const std::span<const unsigned char> ds(static_cast<const unsigned char*>(send), block);
+  const std::span<unsigned char> dr(static_cast<unsigned char*>(recv), total);
+  struct Expect {
+    agx::Algorithm asked;
+    agx::cuda::Path path;
+  };
+  for (const Expect e : {Expect{agx::Algorithm::shared_memory, agx::cuda::Path::staging},
+                         Expect{agx::Algorithm::ring, agx::cuda::Path::aware}}) {
+    agx::Allgather<unsigned char> g(MPI_COMM_WORLD, {e.asked});
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    const agx::Algorithm returned = g(ds, dr);
+    check(recv, total, block, displs, std::string(agx::to_string(e.asked)));
+    const auto run = agx::cuda::last_run();
+    const auto path = agx::cuda::last_path();
+    const std::string asked(agx::to_string(e.asked));
+    if (!run || !path || run->path != e.path || *path != e.path)
+      fail(asked + " reported path " +
+           (path ? std::string(agx::cuda::to_string(*path)) : std::string("none")) + ", ran " +
+           std::string(agx::cuda::to_string(e.path)));
+    if (returned != e.asked || !run || run->algorithm != e.asked)
+      fail(asked + " returned " + std::string(agx::to_string(returned)));
+  }
+  ok(cudaFree(send), "cudaFree");
+  ok(cudaFree(recv), "cudaFree");
 }
 
 }  // namespace
@@ -412,6 +454,7 @@ int main(int argc, char** argv) {
   else if (which == "choice") case_choice();
   else if (which == "progress") case_progress();
   else if (which == "pinned") case_pinned();
+  else if (which == "report") case_report();
   else {
     std::fprintf(stderr, "test_fake: unknown --case=%s\n", which.c_str());
     return 2;
