@@ -26,8 +26,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   check_config();
   CommContext& ctx = checked_context(comm, buffers, layout);
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, buffers.in_place);
-  run_selected(ctx, a, buffers, layout);
-  return a.id;
+  return run_selected(ctx, a, buffers, layout);
 }
 
 void wait_blocking(Execution& e) {
@@ -41,18 +40,20 @@ void wait_blocking(Execution& e) {
   }
 }
 
-void run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
-                  const Layout& layout) {
+Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                       const Layout& layout) {
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
-  if (cuda::run_if_device(ctx, a, buffers, layout)) return;  // device buffers: lib/cuda
+  // Device buffers: lib/cuda, which says what it ran (docs/gpu.md).
+  if (const auto ran = cuda::run_device(ctx, a, buffers, layout)) return ran->algorithm;
   if (is_node_path(a.id)) {  // lib/hier's tuned blocking variants of the node schedules
     hier::run(ctx, a.id, buffers, layout);
-    return;
+    return a.id;
   }
   Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
               config().max_message_bytes, Checks::of(a.id));
   e.start();
   wait_blocking(e);
+  return a.id;
 }
 
 }  // namespace agx

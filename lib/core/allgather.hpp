@@ -10,8 +10,9 @@
 
 namespace agx {
 
-/// Runs `a` (a choice of select_algorithm for this call) on checked buffers and layout.
-void run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+/// Runs `a` (a choice of select_algorithm for this call) on checked buffers and layout;
+/// returns the algorithm that ran (device buffers may run another, lib/cuda).
+Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                   const Layout& layout);
 
 /// Waits for the execution of a blocking call. While nonblocking calls of this process

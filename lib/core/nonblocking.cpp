@@ -188,9 +188,12 @@ class Single final : public Operation {
 
  private:
   void do_start() override {
-    // Device buffers: the device path (lib/cuda) runs whole, here (its agreement on
-    // memory kinds advances every other running request while it waits).
-    if (cuda::run_if_device(*ctx_, choice(), buffers_, this->layout())) return;
+    // Device buffers: the device path (lib/cuda), advanced by do_test; the host path
+    // starts when lib/cuda settles the call (at once where no rank sees a GPU; else in
+    // call order once the ranks agreed on memory kinds).
+    device_.emplace(*ctx_, choice(), buffers_, this->layout(), [this] { start_host(); });
+  }
+  void start_host() {
     if (is_node_path(algorithm())) {  // the node schedule on the round engine
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, this->layout());
       return;
@@ -200,6 +203,11 @@ class Single final : public Operation {
     execution_->start();
   }
   bool do_test() override {
+    if (device_) {
+      const std::optional<bool> on_device = device_->test();
+      if (!on_device) return false;
+      if (*on_device) return true;
+    }
     if (node_) return hier::test_node_call(*node_);
     return !execution_ || execution_->test();
   }
@@ -208,6 +216,7 @@ class Single final : public Operation {
   Buffers buffers_;
   std::optional<Execution> execution_;
   hier::NodeCallPtr node_;
+  std::optional<cuda::DeviceCall> device_;  // destroyed first: it may run a path on buffers_
 };
 
 }  // namespace

@@ -176,9 +176,14 @@ class Persistent final : public Operation {
     if (failed_)
       throw Error(MPI_ERR_REQUEST,
                   "agx: start() on a plan whose earlier start failed; make a new plan");
-    // Device buffers: the device path (lib/cuda) runs whole, here; so do lib/hier's paths.
-    on_device_ = cuda::run_if_device(*ctx_, choice(), buffers_, layout());
-    if (on_device_) return;
+    // Device buffers: the device path (lib/cuda), advanced by do_test; the host path
+    // starts when lib/cuda settles the call (at once where no rank sees a GPU; else in
+    // call order once the ranks agreed on memory kinds).
+    device_.reset();
+    device_.emplace(*ctx_, choice(), buffers_, layout(), [this] { start_host(); });
+  }
+
+  void start_host() {
     if (is_node_path(algorithm())) {
       node_ = hier::start_node_call(*ctx_, algorithm(), buffers_, layout());
       return;
@@ -199,7 +204,11 @@ class Persistent final : public Operation {
   }
 
   bool do_test() override {
-    if (on_device_) return true;
+    if (device_) {
+      const std::optional<bool> on_device = device_->test();
+      if (!on_device) return false;
+      if (*on_device) return true;
+    }
     if (is_node_path(algorithm())) return hier::test_node_call(*node_);
     try {
       while (round_ < rounds_.size()) {
@@ -234,7 +243,7 @@ class Persistent final : public Operation {
   std::vector<std::vector<Execution::Posted>> posted_;  // per request of rounds_
   std::vector<MPI_Datatype> types_;
   std::size_t round_ = 0;
-  bool on_device_ = false;  ///< the last start ran the device path (complete)
+  std::optional<cuda::DeviceCall> device_;  ///< the last start's way through lib/cuda
   bool round_started_ = false;  ///< rounds_[round_] was started and is not yet complete
   bool failed_ = false;
   hier::NodeCallPtr node_;  ///< the running start of a node path

@@ -20,6 +20,7 @@
 #include "core/nonblocking.hpp"
 #include "core/select.hpp"
 #include "cuda/backend.hpp"
+#include "cuda/ipc.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/path_cost.hpp"
 #include "cuda/settings.hpp"
@@ -33,6 +34,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -44,6 +47,8 @@ namespace {
 struct CommState {
   bool device_calls = false;  ///< some rank sees a GPU and AGX_CUDA is not off
   bool settings_differ = false;
+  std::mutex mutex;  ///< of `unsettled` (the progress thread may test calls too)
+  std::deque<const DeviceCall*> unsettled;  ///< in call order
 };
 
 int delete_state(MPI_Comm, int, void* attr, void*) {
@@ -79,15 +84,16 @@ CommState& state_of(CommContext& ctx) {
   check_mpi(MPI_Comm_get_attr(ctx.comm(), keyval, &attr, &found), "MPI_Comm_get_attr");
   if (found) return *static_cast<CommState*>(attr);
   const CudaSettings& s = cuda_settings();
-  const long long word = settings_word(s);
-  long long mine[3] = {device_count() > 0 ? 1 : 0, word, -word}, all[3] = {0, 0, 0};
+  const long long word = settings_word(s), staging = static_cast<long long>(s.staging_bytes);
+  long long mine[5] = {device_count() > 0 ? 1 : 0, word, -word, staging, -staging};
+  long long all[5] = {0, 0, 0, 0, 0};
   MPI_Request r = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(mine, all, 3, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
+  check_mpi(MPI_Iallreduce(mine, all, 5, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
             "MPI_Iallreduce");
   wait_progressing(r);
   auto* st = new CommState();
   st->device_calls = all[0] != 0 && !s.off;
-  st->settings_differ = all[1] != -all[2];
+  st->settings_differ = all[1] != -all[2] || all[3] != -all[4];
   check_mpi(MPI_Comm_set_attr(ctx.comm(), keyval, st), "MPI_Comm_set_attr");
   return *st;
 }
@@ -103,13 +109,17 @@ bool mpi_is_cuda_aware() {
 }
 
 std::optional<Path> last;
+std::optional<DeviceRun> last_ran;
 
 bool is_node_algorithm(Algorithm a) {
   return a == Algorithm::hierarchical || a == Algorithm::shared_memory;
 }
 
-void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const char* note) {
+void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const char* note,
+              DeviceRun& ran) {
   last = p;
+  ran = DeviceRun{p, a.id};
+  last_ran = ran;
   static std::set<std::string> said;
   if (!config().verbose || ctx.rank() != 0) return;  // AGX_VERBOSE (core/config.hpp)
   const std::string line = std::string(to_string(p)) + "/" + to_string(a) + note;
@@ -117,14 +127,99 @@ void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const ch
     std::fprintf(stderr, "agx: device buffers: path %s\n", line.c_str());
 }
 
-/// This rank's part of an aware or staging call.
-void run_local(CommContext& ctx, Path p, const AlgorithmChoice& choice, const Buffers& b,
-               const Layout& layout, bool local_device, const StagingSettings& st) {
+}  // namespace
+
+struct DeviceCall::Run {
+  virtual ~Run() = default;
+  /// Advances without waiting for peers; true once this rank's part is complete.
+  virtual bool test() = 0;
+};
+
+namespace {
+
+/// A schedule on the host executor: host ranks of a device call (same piece size as
+/// the device ranks), and the aware path (device pointers handed to MPI).
+class ExecutionRun final : public DeviceCall::Run {
+ public:
+  ExecutionRun(const Schedule& s, const Buffers& b, const Layout& layout, MPI_Comm comm, int tag,
+               std::size_t piece)
+      : e_(s, b, layout, comm, tag, piece) {
+    e_.start();
+  }
+  bool test() override { return e_.test(); }
+
+ private:
+  Execution e_;
+};
+
+/// A node algorithm (lib/hier) on `b`: on the round engine for starts, whole for
+/// blocking calls (whose algorithm may need the node segment set up first).
+class NodeRun final : public DeviceCall::Run {
+ public:
+  NodeRun(CommContext& ctx, Algorithm a, const Buffers& b, const Layout& layout, bool blocking) {
+    if (blocking) hier::run(ctx, a, b, layout, false);
+    else node_ = hier::start_node_call(ctx, a, b, layout);
+  }
+  bool test() override { return !node_ || hier::test_node_call(*node_); }
+
+ private:
+  hier::NodeCallPtr node_;
+};
+
+/// A node algorithm on the staging mirror of device buffers.
+class StagedNodeRun final : public DeviceCall::Run {
+ public:
+  StagedNodeRun(CommContext& ctx, Algorithm a, const Buffers& b, const Layout& layout,
+                const StagingSettings& st, bool blocking)
+      : mirror_(backend::device_ops(), backend::pinned_pool(), ctx.rank(), b, layout, st),
+        node_(ctx, a, mirror_.mirror(), mirror_.layout(), blocking) {}
+  bool test() override {
+    if (!node_.test()) return false;
+    if (!finished_) mirror_.finish();
+    finished_ = true;
+    return true;
+  }
+
+ private:
+  StagedMirror mirror_;
+  NodeRun node_;  // destroyed before the mirror goes back
+  bool finished_ = false;
+};
+
+class StagingRun final : public DeviceCall::Run {
+ public:
+  StagingRun(const Schedule& s, const Buffers& b, const Layout& layout, MPI_Comm comm, int tag,
+             const StagingSettings& st)
+      : call_(backend::device_ops(), backend::pinned_pool(), s, b, layout, comm, tag, st) {}
+  bool test() override { return call_.test(); }
+
+ private:
+  StagingCall call_;
+};
+
+class HostStagingRun final : public DeviceCall::Run {
+ public:
+  HostStagingRun(const Schedule& s, const Buffers& b, const Layout& layout, MPI_Comm comm, int tag,
+                 const StagingSettings& st)
+      : call_(s, b, layout, comm, tag, st) {}
+  bool test() override { return call_.test(); }
+
+ private:
+  HostStagingCall call_;
+};
+
+/// This rank's part of an aware or staging call (`tag` taken when the call settled).
+std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const AlgorithmChoice& choice,
+                                             const Buffers& b, const Layout& layout,
+                                             bool local_device, const StagingSettings& st, int tag,
+                                             bool blocking) {
   const Algorithm a = choice.id;
-  if (!local_device) {  // host buffers in a device call: the host path, same message size
-    if (is_node_algorithm(a)) hier::run(ctx, a, b, layout, false);
-    else execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
-    return;
+  if (!local_device) {  // host buffers in a device call: the host path, same messages
+    if (is_node_algorithm(a)) return std::make_unique<NodeRun>(ctx, a, b, layout, blocking);
+    if (p == Path::staging)  // in the staging call's slices
+      return std::make_unique<HostStagingRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag, st);
+    return std::make_unique<ExecutionRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag,
+                                          st.piece_bytes);
   }
   if (p == Path::aware && !is_node_algorithm(a)) {
     const std::size_t own = layout.bytes(ctx.rank());
@@ -132,37 +227,70 @@ void run_local(CommContext& ctx, Path p, const AlgorithmChoice& choice, const Bu
       backend::copy_sync(static_cast<std::byte*>(b.recv) + layout.offset(ctx.rank()), b.send, own);
     else
       backend::wait_caller_stream();
-    execute(ctx.schedule(choice), Buffers{nullptr, b.recv, true}, layout, ctx.comm(), ctx.next_tag(),
-            st.piece_bytes);
-    return;
+    return std::make_unique<ExecutionRun>(ctx.schedule(choice), Buffers{nullptr, b.recv, true},
+                                          layout, ctx.comm(), tag, st.piece_bytes);
   }
-  DeviceOps& ops = backend::device_ops();
-  if (is_node_algorithm(a))
-    run_staged(ops, backend::pinned_pool(), ctx.rank(), b, layout, st,
-               [&](const Buffers& mirror) { hier::run(ctx, a, mirror, layout, false); });
-  else
-    run_staging(ops, backend::pinned_pool(), ctx.schedule(choice), b, layout, ctx.comm(),
-                ctx.next_tag(), st);
+  if (is_node_algorithm(a)) return std::make_unique<StagedNodeRun>(ctx, a, b, layout, st, blocking);
+  return std::make_unique<StagingRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag, st);
 }
+
+/// The IPC path; when some rank cannot map a peer, every rank falls back to staging
+/// with a point-to-point schedule (a node algorithm would start its node call later
+/// than the calls that settled meanwhile, out of call order).
+class IpcRun final : public DeviceCall::Run {
+ public:
+  IpcRun(CommContext& ctx, const AlgorithmChoice& a, const Buffers& b, const Layout& layout,
+         bool local_device, const StagingSettings& st, int tag, bool blocking, DeviceRun& ran)
+      : ctx_(ctx), a_(a), b_(b), layout_(layout), local_device_(local_device), st_(st), tag_(tag),
+        blocking_(blocking), ran_(ran), ipc_(ctx, b, layout) {}
+  bool test() override {
+    if (fallback_) return fallback_->test();
+    const std::optional<bool> done = ipc_.test();
+    if (!done) return false;
+    if (*done) {  // every rank copied every peer's block itself
+      announce(ctx_, Path::ipc, AlgorithmChoice{Algorithm::direct, 0}, "", ran_);
+      return true;
+    }
+    const bool whole_blocks = blocking_ && slicing_of(layout_, st_.mirror_bytes).slices == 1;
+    const AlgorithmChoice p2p =
+        is_node_algorithm(a_.id) && !whole_blocks ? AlgorithmChoice{Algorithm::ring, 0} : a_;
+    announce(ctx_, Path::staging, p2p, " (ipc cannot serve)", ran_);
+    fallback_ = start_local(ctx_, Path::staging, p2p, b_, layout_, local_device_, st_, tag_, blocking_);
+    return fallback_->test();
+  }
+
+ private:
+  CommContext& ctx_;
+  AlgorithmChoice a_;
+  Buffers b_;
+  Layout layout_;
+  bool local_device_;
+  StagingSettings st_;
+  int tag_;
+  bool blocking_;
+  DeviceRun& ran_;
+  IpcCall ipc_;
+  std::unique_ptr<DeviceCall::Run> fallback_;
+};
 
 }  // namespace
 
 std::optional<Path> last_path() { return last; }
 
 DeviceCall::DeviceCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
-                       const Layout& layout)
-    : ctx_(ctx), choice_(a), buffers_(buffers), layout_(layout) {
+                       const Layout& layout, HostStart host_start)
+    : ctx_(ctx), choice_(a), buffers_(buffers), layout_(layout), host_start_(std::move(host_start)) {
   if (!built_with_cuda()) {
-    result_ = false;
+    settle_host();
     return;
   }
-  const CommState& state = state_of(ctx);
+  CommState& state = state_of(ctx);
   if (state.settings_differ)
     throw Error(MPI_ERR_ARG,
-                "agx: AGX_CUDA, AGX_CUDA_PATH and AGX_CUDA_CHUNK_BYTES must be the same on every "
-                "rank of the communicator; they differ");
+                "agx: AGX_CUDA, AGX_CUDA_PATH, AGX_CUDA_CHUNK_BYTES and AGX_CUDA_STAGING_BYTES must "
+                "be the same on every rank of the communicator; they differ");
   if (!state.device_calls) {
-    result_ = false;
+    settle_host();
     return;
   }
   const int me = ctx.rank();
@@ -178,38 +306,74 @@ DeviceCall::DeviceCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers
   mine_[2] = mpi_is_cuda_aware() ? 0 : 1;
   check_mpi(MPI_Iallreduce(mine_, agreed_, 3, MPI_INT, MPI_MAX, ctx.comm(), &request_),
             "MPI_Iallreduce");
+  const std::lock_guard lock(state.mutex);
+  state.unsettled.push_back(this);
+  queued_ = true;
 }
 
 DeviceCall::~DeviceCall() {
+  if (queued_) {
+    CommState& state = state_of(ctx_);
+    const std::lock_guard lock(state.mutex);
+    state.unsettled.erase(std::find(state.unsettled.begin(), state.unsettled.end(), this));
+  }
+  run_.reset();  // an unfinished path withdraws its requests first
   // A collective request cannot be cancelled: one left open (an exception elsewhere)
   // is completed, and every rank posted it.
   if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
 }
 
+void DeviceCall::settle_host() {
+  result_ = false;
+  if (host_start_) host_start_();
+}
+
 std::optional<bool> DeviceCall::test() {
   if (result_) return result_;
-  int done = 0;
-  if (request_ != MPI_REQUEST_NULL)
-    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
-  if (request_ != MPI_REQUEST_NULL) return std::nullopt;
-  result_ = false;
-  if (agreed_[0] == 0) return result_;
+  if (!run_) {
+    if (request_ != MPI_REQUEST_NULL) {
+      int done = 0;
+      check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) return std::nullopt;
+    }
+    {  // the calls of a communicator settle in call order
+      CommState& state = state_of(ctx_);
+      const std::lock_guard lock(state.mutex);
+      if (state.unsettled.empty() || state.unsettled.front() != this) return std::nullopt;
+      state.unsettled.pop_front();
+      queued_ = false;
+    }
+    settle();
+    if (!run_) return result_;
+  }
+  if (!run_->test()) return std::nullopt;
+  run_.reset();
+  result_ = true;
+  return result_;
+}
+
+void DeviceCall::settle() {
+  if (agreed_[0] == 0) {  // nobody has device buffers
+    settle_host();
+    return;
+  }
   const CudaSettings& s = cuda_settings();
   if (!s.invalid_path.empty())
     throw Error(MPI_ERR_ARG, "agx: AGX_CUDA_PATH='" + s.invalid_path +
                                  "' names no path (aware, staging, ipc, auto)");
   CommContext& ctx = ctx_;
-  const AlgorithmChoice& a = choice_;
-  const Buffers& buffers = buffers_;
   const Layout& layout = layout_;
   if (local_device_) backend::set_device(device_);  // the caller's, on any thread
 
   PathOptions allowed;
-  allowed.aware = agreed_[2] == 0;
+  // Node algorithms run on host memory (lib/hier's segment): never on the aware path;
+  // such a call stages, and is priced and reported as staging.
+  allowed.aware = agreed_[2] == 0 && !is_node_algorithm(choice_.id);
   allowed.ipc = agreed_[1] == 0 && ctx.selector().placement().nodes() == 1 && ctx.size() > 1;
   StagingSettings st;
   st.chunk_bytes = s.chunk_bytes;
   st.piece_bytes = std::min(config().max_message_bytes, s.chunk_bytes);
+  st.mirror_bytes = s.staging_bytes;
 
   Path p = Path::staging;
   if (s.forced) {
@@ -218,31 +382,46 @@ std::optional<bool> DeviceCall::test() {
   } else {
     // Node algorithms are schedules too: priced as planned, never as free.
     const double schedule_s =
-        predict_algorithm(a, layout, ctx.selector().placement(), ctx.selector().tuning().params,
-                          buffers.in_place, ctx.selector().stage());
+        predict_algorithm(choice_, layout, ctx.selector().placement(), ctx.selector().tuning().params,
+                          buffers_.in_place, ctx.selector().stage());
     p = choose_path(allowed, schedule_s, layout, st.piece_bytes);
   }
-  result_ = true;
+  const int tag = ctx.next_tag();  // taken here, in call order, whatever runs
+  const bool blocking = !host_start_;
+  AlgorithmChoice a = choice_;
+  // lib/hier's algorithms take whole blocks and run on the staging mirror: where the
+  // mirror would exceed the staging bound, ring runs instead, in slices under staging
+  // (the same on every rank).
+  if (p != Path::ipc && is_node_algorithm(a.id) && slicing_of(layout, st.mirror_bytes).slices > 1)
+    a = AlgorithmChoice{Algorithm::ring, 0};
   if (p == Path::ipc) {
-    if (run_ipc(ctx, buffers, layout)) {
-      announce(ctx, p, a, "");
-      return result_;
-    }
-    p = Path::staging;  // some rank cannot map a peer: every rank falls back
+    run_ = std::make_unique<IpcRun>(ctx, a, buffers_, layout, local_device_, st, tag, blocking, ran_);
+    return;
   }
-  announce(ctx, p, a, s.forced && *s.forced != p ? " (forced path cannot serve)" : "");
-  run_local(ctx, p, a, buffers, layout, local_device_, st);
-  return result_;
+  announce(ctx, p, a, s.forced && *s.forced != p ? " (forced path cannot serve)" : "", ran_);
+  run_ = start_local(ctx, p, a, buffers_, layout, local_device_, st, tag, blocking);
+}
+
+std::optional<DeviceRun> DeviceCall::ran() const {
+  if (result_ && *result_) return ran_;
+  return std::nullopt;
+}
+
+std::optional<DeviceRun> last_run() { return last_ran; }
+
+std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                                    const Layout& layout) {
+  DeviceCall call(ctx, a, buffers, layout);
+  for (;;) {
+    if (const std::optional<bool> on_device = call.test()) return call.ran();
+    detail::progress_all();
+    sched_yield();
+  }
 }
 
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                    const Layout& layout) {
-  DeviceCall call(ctx, a, buffers, layout);
-  for (;;) {
-    if (const std::optional<bool> on_device = call.test()) return *on_device;
-    detail::progress_all();
-    sched_yield();
-  }
+  return run_device(ctx, a, buffers, layout).has_value();
 }
 
 }  // namespace agx::cuda

@@ -7,6 +7,8 @@
 
 #include "cuda/settings.hpp"
 
+#include <functional>
+#include <memory>
 #include <optional>
 
 namespace agx {
@@ -15,38 +17,69 @@ class CommContext;
 
 namespace agx::cuda {
 
-/// One call's way through lib/cuda, decided without blocking. The constructor looks
-/// at this rank's buffers and posts the agreement on memory kinds (one nonblocking
-/// allreduce of three ints, only on communicators where some rank sees a GPU); test()
-/// advances it and, once the ranks agree that some buffer is device memory, runs the
-/// chosen device path whole. The first call on a communicator also agrees, once, on
-/// whether any rank sees a GPU and on the settings that must match (AGX_CUDA,
-/// AGX_CUDA_PATH, AGX_CUDA_CHUNK_BYTES), progressing agx's other requests meanwhile.
-/// Without CUDA, or when no rank has a GPU, it is decided at once ("host") without any
-/// MPI call after that first one. Callers settle it before their next call on the
-/// communicator (run_if_device, and lib/core's starts through it), so agreements and
-/// what follows them keep the order of the calls on every rank.
+/// What a device call ran: its path and the algorithm that moved the data (the
+/// schedule on the wire or on the staging mirror; `direct` for IPC, where each rank
+/// copies every peer's block itself). It may differ from the algorithm chosen for the
+/// call: node algorithms never run under `aware` (they stage), and a staging call
+/// larger than AGX_CUDA_STAGING_BYTES runs ring instead of a node algorithm.
+struct DeviceRun {
+  Path path = Path::staging;
+  Algorithm algorithm = Algorithm::automatic;
+};
+
+/// One call's way through lib/cuda, decided and run without blocking. The constructor
+/// looks at this rank's buffers and posts the agreement on memory kinds (one
+/// nonblocking allreduce of three ints, only on communicators where some rank sees a
+/// GPU); test() advances it and, once the ranks agree that some buffer is device
+/// memory, starts the chosen device path and advances it (its handshakes are
+/// nonblocking too: staging rounds, IPC's handle exchange and barrier). The first call
+/// on a communicator also agrees, once, on whether any rank sees a GPU and on the
+/// settings that must match (AGX_CUDA, AGX_CUDA_PATH, AGX_CUDA_CHUNK_BYTES),
+/// progressing agx's other requests meanwhile. Without CUDA, or when no rank has a
+/// GPU, it is decided at once ("host") without any MPI call after that first one.
+///
+/// Order: the calls of one communicator settle (decide, take their tag, start their
+/// path) in the order they were made, on every rank: a call whose agreement is done
+/// waits in test() for the earlier calls of its communicator to settle. So a caller
+/// that runs the host path must start it when it is told to: `host_start`, called at
+/// settlement, inside test() (nonblocking starts); without one, test() returns false
+/// and the caller starts the host path at once (blocking calls).
 class DeviceCall {
  public:
-  DeviceCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout);
+  using HostStart = std::function<void()>;
+  DeviceCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout,
+             HostStart host_start = {});
   ~DeviceCall();
   DeviceCall(const DeviceCall&) = delete;
   DeviceCall& operator=(const DeviceCall&) = delete;
 
-  /// nullopt while the agreement is open; then true when the device path ran (the call
-  /// is complete), false when the caller runs the host path. Throws agx::Error.
+  /// nullopt while the agreement is open or the device path runs; then true when the
+  /// device path ran (the call is complete), false when the caller runs the host path
+  /// (already started through `host_start` when there is one). Throws agx::Error.
   std::optional<bool> test();
+  /// What ran, once test() returned true.
+  std::optional<DeviceRun> ran() const;
+
+  /// What a device call runs (internal, device_path.cpp).
+  struct Run;
 
  private:
+  void settle();
+  void settle_host();
+
   CommContext& ctx_;
   AlgorithmChoice choice_;
   Buffers buffers_;
   Layout layout_;
+  HostStart host_start_;
   MPI_Request request_ = MPI_REQUEST_NULL;
   int mine_[3] = {0, 0, 0};
   int agreed_[3] = {0, 0, 0};
   bool local_device_ = false;
+  bool queued_ = false;  ///< waiting in its communicator's queue of unsettled calls
   int device_ = -1;  ///< the caller's current CUDA device (the path runs on it)
+  std::unique_ptr<Run> run_;
+  DeviceRun ran_;
   std::optional<bool> result_;
 };
 
@@ -55,8 +88,14 @@ class DeviceCall {
 /// True when the device path ran; false when the caller runs the host path.
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout);
 
+/// The same, returning what ran (nullopt: the caller runs the host path).
+std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                                    const Layout& layout);
+
 /// The path of this process's last device call (for tools and tests).
 std::optional<Path> last_path();
+/// The path and algorithm of this process's last device call (for tools and tests).
+std::optional<DeviceRun> last_run();
 
 /// Runs the IPC path (ipc.cpp). False, on every rank, when some rank cannot take part
 /// (nothing but the own block has moved then).

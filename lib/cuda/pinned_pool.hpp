@@ -1,7 +1,9 @@
 #pragma once
 // PinnedPool: page-locked staging buffers, kept between calls. A call takes the
-// smallest free buffer that fits (or allocates one, rounded up to a power of two) and
-// gives it back at its end, so steady-state calls allocate nothing.
+// smallest free buffer that fits (or allocates one, rounded up to a power of two, and
+// frees the free buffers smaller than it) and gives it back at its end, so
+// steady-state calls allocate nothing and the pool holds at most one buffer per call
+// running at once, each at most the staging bound (staging.hpp) rounded up.
 
 #include "cuda/device_ops.hpp"
 

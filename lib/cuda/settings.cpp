@@ -24,6 +24,11 @@ CudaSettings read_environment() {
     const unsigned long long v = std::strtoull(c, &end, 10);
     if (end != c && *end == '\0' && v > 0 && v <= (1ull << 30)) s.chunk_bytes = v;
   }
+  if (const char* c = env("AGX_CUDA_STAGING_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(c, &end, 10);
+    if (end != c && *end == '\0' && v >= 4096 && v <= (1ull << 40)) s.staging_bytes = v;
+  }
   if (const char* a = env("AGX_CUDA_AWARE_MPI")) s.mpi_aware = std::string(a) != "0";
   if (const char* o = env("AGX_CUDA")) s.off = std::string(o) == "off" || std::string(o) == "0";
   return s;

@@ -22,6 +22,9 @@ struct CudaSettings {
   std::string invalid_path;
   /// AGX_CUDA_CHUNK_BYTES: staging chunk and message size of device calls (same on all ranks).
   std::size_t chunk_bytes = std::size_t{1} << 20;
+  /// AGX_CUDA_STAGING_BYTES: most pinned bytes of one staging call's mirror (default
+  /// 64 MiB, at least 4 KiB; same on all ranks); larger calls run in slices.
+  std::size_t staging_bytes = std::size_t{64} << 20;
   /// AGX_CUDA_AWARE_MPI=0|1: overrides the query of the MPI library (MPICH has none).
   std::optional<bool> mpi_aware;
   /// AGX_CUDA=off: promise that no buffer is device memory (no per-call agreement).

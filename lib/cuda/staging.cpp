@@ -25,27 +25,21 @@
 namespace agx::cuda {
 namespace {
 
-/// Bytes the mirror needs: the end of the furthest non-empty block.
-std::size_t extent_bytes(const Layout& layout) {
-  std::size_t end = 0;
-  for (int b = 0; b < layout.nranks(); ++b)
-    if (layout.bytes(b) > 0) end = std::max(end, layout.offset(b) + layout.bytes(b));
-  return end;
-}
-
+/// One slice's mirror and its way to the device: blocks lie at b*stride on the mirror
+/// and at the slice's device offsets in the receive buffer.
 class Staging {
  public:
-  Staging(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device, const Layout& layout,
-          const StagingSettings& settings)
+  Staging(DeviceOps& ops, std::byte* mirror, std::size_t stride, int rank, const Buffers& device,
+          const Slice& slice, const StagingSettings& settings)
       : ops_(ops),
-        lease_(pool, extent_bytes(layout)),
+        stride_(stride),
         rank_(rank),
         device_(device),
-        layout_(layout),
+        slice_(slice),
         settings_(settings),
-        mirror_{nullptr, lease_.get(), true},
-        own_offset_(layout.offset(rank)),
-        own_bytes_(layout.bytes(rank)) {
+        mirror_{nullptr, mirror, true},
+        own_offset_(slice.mirror.offset(rank)),
+        own_bytes_(slice.mirror.bytes(rank)) {
     ops_.begin_call();
   }
 
@@ -66,8 +60,10 @@ class Staging {
   /// The own block: into its place on the device (out of place) and onto the mirror.
   void own_block_in() {
     if (own_bytes_ == 0) return;
-    std::byte* dev_own = static_cast<std::byte*>(device_.recv) + own_offset_;
-    const auto* src = device_.in_place ? dev_own : static_cast<const std::byte*>(device_.send);
+    std::byte* dev_own = static_cast<std::byte*>(device_.recv) + slice_.device.offset(rank_);
+    const auto* src = device_.in_place
+                          ? dev_own
+                          : static_cast<const std::byte*>(device_.send) + slice_.send_shift;
     if (!device_.in_place) ops_.copy_device_async(dev_own, src, own_bytes_, Stream::d2d);
     const std::size_t chunk = std::max<std::size_t>(settings_.chunk_bytes, 1);
     for (std::size_t at = 0; at < own_bytes_; at += chunk) {
@@ -99,21 +95,30 @@ class Staging {
     return need;
   }
 
-  /// Enqueues the host->device copies of mirror bytes (received data).
+  /// Enqueues the host->device copies of mirror bytes (received data); a segment may
+  /// cover adjacent blocks of the mirror, which are apart on the device.
   void deliver(const Segment* segments, std::size_t count) {
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t offset = static_cast<std::size_t>(segments[i].ptr - mirror_base());
       const Stream s = (deliveries_++ % 2 == 0) ? Stream::h2d_a : Stream::h2d_b;
-      ops_.copy_to_device_async(static_cast<std::byte*>(device_.recv) + offset, segments[i].ptr,
-                                segments[i].bytes, s);
+      std::size_t at = static_cast<std::size_t>(segments[i].ptr - mirror_base());
+      std::size_t left = segments[i].bytes;
+      while (left > 0) {
+        const std::size_t b = at / stride_, within = at - b * stride_;
+        const std::size_t n = std::min(left, stride_ - within);
+        ops_.copy_to_device_async(static_cast<std::byte*>(device_.recv) +
+                                      slice_.device.offset(static_cast<int>(b)) + within,
+                                  mirror_base() + at, n, s);
+        at += n;
+        left -= n;
+      }
     }
   }
 
   /// Copies every block except the own one from the mirror to the device.
   void deliver_all_but_own() {
-    for (int b = 0; b < layout_.nranks(); ++b) {
-      if (b == rank_ || layout_.bytes(b) == 0) continue;
-      const Segment seg{mirror_base() + layout_.offset(b), layout_.bytes(b)};
+    for (int b = 0; b < slice_.mirror.nranks(); ++b) {
+      if (b == rank_ || slice_.mirror.bytes(b) == 0) continue;
+      const Segment seg{mirror_base() + slice_.mirror.offset(b), slice_.mirror.bytes(b)};
       deliver(&seg, 1);
     }
   }
@@ -138,10 +143,10 @@ class Staging {
   }
 
   DeviceOps& ops_;
-  PinnedLease lease_;
+  std::size_t stride_;
   int rank_;
   Buffers device_;
-  Layout layout_;
+  const Slice& slice_;
   StagingSettings settings_;
   Buffers mirror_;
   std::size_t own_offset_, own_bytes_;
@@ -213,95 +218,293 @@ struct RoundRequests {
   }
 };
 
-void run_round(Staging& st, const Round& round, int rank, const Layout& layout,
-               std::size_t piece_bytes, RoundPoster& poster, MPI_Comm comm) {
-  MessagePlan msg;
-  RoundRequests rq{{}, {}, comm};
-  std::vector<std::vector<Segment>> recv_segments;
-  for (const Transfer& t : round.recvs) {
-    plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
-    for (std::size_t i = 0; i < msg.pieces(); ++i) {
-      const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
-      rq.all.push_back(poster.post(false, t.peer, msg.segments.data() + b, e - b));
-      rq.is_send.push_back(false);
-      recv_segments.emplace_back(msg.segments.begin() + static_cast<std::ptrdiff_t>(b),
-                                 msg.segments.begin() + static_cast<std::ptrdiff_t>(e));
-    }
-  }
-  const std::size_t recvs = rq.all.size();
-  for (const Transfer& t : round.sends) {
-    plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
-    for (std::size_t i = 0; i < msg.pieces(); ++i) {
-      const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
-      st.ensure_own(st.own_bytes_read(msg.segments.data() + b, e - b));
-      rq.all.push_back(poster.post(true, t.peer, msg.segments.data() + b, e - b));
-      rq.is_send.push_back(true);
-    }
-  }
-  // Each receive goes to the device as soon as it completes.
-  const double limit = timeout_seconds();
-  std::optional<StallClock> clock;
-  if (limit > 0) clock.emplace(limit);
-  std::vector<int> done(rq.all.size());
-  std::size_t left = rq.all.size();
-  while (left > 0) {
-    int count = 0;
-    if (clock) {
-      check_mpi(MPI_Testsome(static_cast<int>(rq.all.size()), rq.all.data(), &count, done.data(),
-                             MPI_STATUSES_IGNORE),
-                "MPI_Testsome");
-      if (count == 0) {
-        if (clock->stalled())
-          report_hang(comm, "agx: AGX_TIMEOUT: " + rank_in(comm, rank) +
-                                " made no progress for " + std::to_string(clock->seconds()) +
-                                " s in a staging round (device buffers): " +
-                                std::to_string(left) + " of its messages are open");
-        continue;
+/// One round of a staging call, posted at once and then advanced without blocking:
+/// receives on the mirror first, then the sends (each once the own-block chunks it
+/// reads are on the host); each receive goes to the device as soon as it completes.
+class RoundRun {
+ public:
+  RoundRun(Staging& st, const Round& round, int rank, const Layout& layout, std::size_t piece_bytes,
+           RoundPoster& poster, MPI_Comm comm)
+      : st_(st), rank_(rank), poster_(poster), rq_{{}, {}, comm} {
+    MessagePlan msg;
+    for (const Transfer& t : round.recvs) {
+      plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
+      for (std::size_t i = 0; i < msg.pieces(); ++i) {
+        const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
+        rq_.all.push_back(poster.post(false, t.peer, msg.segments.data() + b, e - b));
+        rq_.is_send.push_back(false);
+        recv_segments_.emplace_back(msg.segments.begin() + static_cast<std::ptrdiff_t>(b),
+                                    msg.segments.begin() + static_cast<std::ptrdiff_t>(e));
       }
-      clock->restart();
-    } else {
-      check_mpi(MPI_Waitsome(static_cast<int>(rq.all.size()), rq.all.data(), &count, done.data(),
-                             MPI_STATUSES_IGNORE),
-                "MPI_Waitsome");
     }
-    if (count == MPI_UNDEFINED) break;
-    for (int k = 0; k < count; ++k) {
-      const auto i = static_cast<std::size_t>(done[static_cast<std::size_t>(k)]);
-      if (i < recvs) st.deliver(recv_segments[i].data(), recv_segments[i].size());
+    for (const Transfer& t : round.sends) {
+      plan_message(t, rank, st.mirror(), layout, piece_bytes, msg);
+      for (std::size_t i = 0; i < msg.pieces(); ++i) {
+        const std::size_t b = msg.piece_begin[i], e = msg.piece_begin[i + 1];
+        st.ensure_own(st.own_bytes_read(msg.segments.data() + b, e - b));  // local wait
+        rq_.all.push_back(poster.post(true, t.peer, msg.segments.data() + b, e - b));
+        rq_.is_send.push_back(true);
+      }
     }
-    left -= static_cast<std::size_t>(count);
+    left_ = rq_.all.size();
+    done_.resize(rq_.all.size());
+    if (const double limit = timeout_seconds(); limit > 0) clock_.emplace(limit);
   }
-  poster.free_types();
-}
+
+  /// One MPI_Testsome; true once every request of the round has completed.
+  bool test() {
+    if (left_ == 0) return finish();
+    int count = 0;
+    check_mpi(MPI_Testsome(static_cast<int>(rq_.all.size()), rq_.all.data(), &count, done_.data(),
+                           MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
+    if (count == MPI_UNDEFINED) return finish();
+    if (count == 0) {
+      if (clock_ && clock_->stalled())
+        report_hang(rq_.comm, "agx: AGX_TIMEOUT: " + rank_in(rq_.comm, rank_) +
+                                  " made no progress for " + std::to_string(clock_->seconds()) +
+                                  " s in a staging round (device buffers): " +
+                                  std::to_string(left_) + " of its messages are open");
+      return false;
+    }
+    if (clock_) clock_->restart();
+    for (int k = 0; k < count; ++k) {
+      const auto i = static_cast<std::size_t>(done_[static_cast<std::size_t>(k)]);
+      if (i < recv_segments_.size()) st_.deliver(recv_segments_[i].data(), recv_segments_[i].size());
+    }
+    left_ -= static_cast<std::size_t>(count);
+    return left_ == 0 && finish();
+  }
+
+ private:
+  bool finish() {
+    poster_.free_types();
+    return true;
+  }
+
+  Staging& st_;
+  int rank_;
+  RoundPoster& poster_;
+  RoundRequests rq_;  ///< withdrawn by its destructor if the round does not complete
+  std::vector<std::vector<Segment>> recv_segments_;
+  std::vector<int> done_;
+  std::size_t left_ = 0;
+  std::optional<StallClock> clock_;
+};
 
 }  // namespace
 
-void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
-                 const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
-                 const StagingSettings& settings) {
-  Staging st(ops, pool, schedule.rank, device, layout, settings);
+Slicing slicing_of(const Layout& layout, std::size_t mirror_bytes) {
+  const auto n = static_cast<std::size_t>(layout.nranks());
+  std::size_t largest = 0;
+  for (int b = 0; b < layout.nranks(); ++b) largest = std::max(largest, layout.bytes(b));
+  Slicing s;
+  if (n == 0 || largest == 0) return s;
+  s.stride = largest <= mirror_bytes / n ? largest : std::max<std::size_t>(mirror_bytes / n, 1);
+  s.slices = (largest + s.stride - 1) / s.stride;
+  return s;
+}
+
+Slice::Slice(const Layout& layout, const Slicing& s, std::size_t j) {
+  const auto n = static_cast<std::size_t>(layout.nranks());
+  bytes.resize(n);
+  device_offsets.resize(n);
+  mirror_offsets.resize(n);
+  const std::size_t start = j * s.stride;
+  send_shift = start;  // the own block's piece (unused when the piece is empty)
+  for (int b = 0; b < layout.nranks(); ++b) {
+    const auto k = static_cast<std::size_t>(b);
+    const std::size_t all = layout.bytes(b), from = std::min(start, all);
+    bytes[k] = std::min(s.stride, all - from);
+    device_offsets[k] = layout.offset(b) + from;
+    mirror_offsets[k] = k * s.stride;
+  }
+  device = Layout::varying(bytes, device_offsets);
+  mirror = Layout::varying(bytes, mirror_offsets);
+}
+
+struct StagingCall::State {
+  State(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule, const Buffers& device,
+        const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings)
+      : ops(ops),
+        slicing(slicing_of(layout, settings.mirror_bytes)),
+        lease(pool, static_cast<std::size_t>(layout.nranks()) * slicing.stride),
+        schedule(schedule),
+        device(device),
+        layout(layout),
+        comm(comm),
+        tag(tag),
+        settings(settings),
+        piece(std::max<std::size_t>(settings.piece_bytes, 1)) {}
+
+  /// Starts slice `j`: its layouts, its own block onto the mirror.
+  void begin_slice(std::size_t j) {
+    slice.emplace(layout, slicing, j);
+    st.emplace(ops, lease.get(), slicing.stride, schedule.rank, device, *slice, settings);
+    poster.emplace(comm, tag);
+    round = 0;
+    st->own_block_in();
+  }
+
+  // Destroyed in reverse: an open round's requests are withdrawn before the slice's
+  // copies are drained (Staging's destructor) and the mirror goes back to the pool.
+  DeviceOps& ops;
+  Slicing slicing;
+  PinnedLease lease;
+  const Schedule& schedule;
+  Buffers device;
+  Layout layout;
+  MPI_Comm comm;
+  int tag;
+  StagingSettings settings;
+  std::size_t piece;
+  std::size_t slice_index = 0;
+  std::optional<Slice> slice;
+  std::optional<Staging> st;
+  std::optional<RoundPoster> poster;
+  std::size_t round = 0;
+  std::optional<RoundRun> current;
+  bool done = false;
+};
+
+StagingCall::StagingCall(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
+                         const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
+                         const StagingSettings& settings) {
   try {
-    st.own_block_in();
-    RoundPoster poster(comm, tag);
-    const std::size_t piece = std::max<std::size_t>(settings.piece_bytes, 1);
-    for (const Round& round : schedule.rounds)
-      run_round(st, round, schedule.rank, layout, piece, poster, comm);
-    st.finish();
+    s_ = std::make_unique<State>(ops, pool, schedule, device, layout, comm, tag, settings);
+    s_->begin_slice(0);
+    (void)test();  // posts the first round
   } catch (...) {
     mark_abandoned(comm);  // a peer's message of this call may still arrive on it
     throw;
   }
 }
 
+StagingCall::~StagingCall() = default;
+
+bool StagingCall::test() {
+  State& s = *s_;
+  if (s.done) return true;
+  try {
+    for (;;) {
+      if (!s.current) {
+        if (s.round == s.schedule.rounds.size()) {  // the slice is complete
+          s.st->finish();
+          s.current.reset();
+          s.poster.reset();
+          s.st.reset();
+          if (++s.slice_index == s.slicing.slices) break;
+          s.begin_slice(s.slice_index);
+          continue;
+        }
+        s.current.emplace(*s.st, s.schedule.rounds[s.round], s.schedule.rank, s.slice->mirror,
+                          s.piece, *s.poster, s.comm);
+      }
+      if (!s.current->test()) return false;
+      s.current.reset();
+      ++s.round;
+    }
+  } catch (...) {
+    mark_abandoned(s.comm);
+    throw;
+  }
+  s.done = true;
+  return true;
+}
+
+struct HostStagingCall::State {
+  State(const Schedule& schedule, const Buffers& host, const Layout& layout, MPI_Comm comm, int tag,
+        const StagingSettings& settings)
+      : slicing(slicing_of(layout, settings.mirror_bytes)),
+        schedule(schedule),
+        host(host),
+        layout(layout),
+        comm(comm),
+        tag(tag),
+        piece(settings.piece_bytes) {}
+  void begin_slice(std::size_t j) {
+    e.reset();
+    slice.emplace(layout, slicing, j);
+    const Buffers b{host.in_place ? nullptr : static_cast<const std::byte*>(host.send) + slice->send_shift,
+                    host.recv, host.in_place};
+    e.emplace(schedule, b, slice->device, comm, tag, piece);
+    e->start();
+  }
+  Slicing slicing;
+  const Schedule& schedule;
+  Buffers host;
+  Layout layout;
+  MPI_Comm comm;
+  int tag;
+  std::size_t piece;
+  std::size_t slice_index = 0;
+  std::optional<Slice> slice;
+  std::optional<Execution> e;  // destroyed before its slice's layout
+};
+
+HostStagingCall::HostStagingCall(const Schedule& schedule, const Buffers& host, const Layout& layout,
+                                 MPI_Comm comm, int tag, const StagingSettings& settings)
+    : s_(std::make_unique<State>(schedule, host, layout, comm, tag, settings)) {
+  s_->begin_slice(0);
+}
+
+HostStagingCall::~HostStagingCall() = default;
+
+bool HostStagingCall::test() {
+  State& s = *s_;
+  while (s.e) {
+    if (!s.e->test()) return false;
+    s.e.reset();
+    if (++s.slice_index < s.slicing.slices) s.begin_slice(s.slice_index);
+  }
+  return true;
+}
+
+void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
+                 const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
+                 const StagingSettings& settings) {
+  StagingCall call(ops, pool, schedule, device, layout, comm, tag, settings);
+  while (!call.test()) {
+  }
+}
+
+struct StagedMirror::State {
+  State(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device, const Layout& layout,
+        const StagingSettings& settings)
+      : slicing(slicing_of(layout, static_cast<std::size_t>(-1))),
+        lease(pool, static_cast<std::size_t>(layout.nranks()) * slicing.stride),
+        slice(layout, slicing, 0),
+        st(ops, lease.get(), slicing.stride, rank, device, slice, settings) {}
+  Slicing slicing;  // one slice: lib/hier's algorithms take whole blocks
+  PinnedLease lease;
+  Slice slice;
+  Staging st;
+};
+
+StagedMirror::StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
+                           const Layout& layout, const StagingSettings& settings)
+    : s_(std::make_unique<State>(ops, pool, rank, device, layout, settings)) {
+  s_->st.own_block_in();
+  s_->st.ensure_own(s_->slice.mirror.bytes(rank));
+}
+
+const Layout& StagedMirror::layout() const { return s_->slice.mirror; }
+
+StagedMirror::~StagedMirror() = default;
+
+const Buffers& StagedMirror::mirror() const { return s_->st.mirror(); }
+
+void StagedMirror::finish() {
+  s_->st.deliver_all_but_own();
+  s_->st.finish();
+}
+
 void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
                 const Layout& layout, const StagingSettings& settings,
-                const std::function<void(const Buffers& mirror)>& host_run) {
-  Staging st(ops, pool, rank, device, layout, settings);
-  st.own_block_in();
-  st.ensure_own(layout.bytes(rank));
-  host_run(st.mirror());
-  st.deliver_all_but_own();
-  st.finish();
+                const std::function<void(const Buffers& mirror, const Layout& on_mirror)>& host_run) {
+  StagedMirror m(ops, pool, rank, device, layout, settings);
+  host_run(m.mirror(), m.layout());
+  m.finish();
 }
 
 }  // namespace agx::cuda

@@ -19,6 +19,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <vector>
 
 namespace agx::cuda {
 
@@ -27,6 +29,90 @@ struct StagingSettings {
   std::size_t piece_bytes = std::size_t{1} << 20;
   /// Own block device->host chunk; local, any value works.
   std::size_t chunk_bytes = std::size_t{1} << 20;
+  /// Most bytes of a call's pinned mirror (AGX_CUDA_STAGING_BYTES): a call whose blocks
+  /// do not fit is cut into slices (below). Every rank of the call must use the same.
+  std::size_t mirror_bytes = std::size_t{64} << 20;
+};
+
+/// A staging call runs as `slice_count` slices, one after the other; slice j gathers
+/// bytes [j*stride, (j+1)*stride) of every block, each with the call's schedule. On the
+/// mirror, block b of a slice lies at b*stride, so the mirror is nranks*stride bytes:
+/// stride is the largest block when nranks*largest fits in mirror_bytes (one slice),
+/// else mirror_bytes/nranks. The same on every rank (it depends on block sizes only).
+struct Slicing {
+  std::size_t stride = 0;
+  std::size_t slices = 1;
+};
+Slicing slicing_of(const Layout& layout, std::size_t mirror_bytes);
+
+/// One slice's layouts: `device` places its pieces in the caller's receive buffer (the
+/// caller's offsets), `mirror` on the mirror; `send_shift` is where the own block's
+/// piece starts in the send buffer.
+struct Slice {
+  Slice(const Layout& layout, const Slicing& s, std::size_t j);
+  Slice(const Slice&) = delete;
+  Slice& operator=(const Slice&) = delete;
+  std::vector<std::size_t> bytes, device_offsets, mirror_offsets;
+  Layout device, mirror;
+  std::size_t send_shift = 0;
+};
+
+/// One staging call, advanced without blocking on peers, slice after slice (the pinned
+/// mirror is at most settings.mirror_bytes): the constructor stages the own block in
+/// and posts the first round; test() advances the rounds (the only waits
+/// are local ones, for own-block chunks on their way to the host) and returns true
+/// once the receive buffer is complete. `schedule` must outlive the call. Throws
+/// agx::Error (after the abandon path: the communicator is marked).
+class StagingCall {
+ public:
+  StagingCall(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule, const Buffers& device,
+              const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings);
+  ~StagingCall();
+  StagingCall(const StagingCall&) = delete;
+  StagingCall& operator=(const StagingCall&) = delete;
+  bool test();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+/// A rank with host buffers in a staging call: the host executor on its own buffers,
+/// slice after slice as StagingCall cuts them, so the messages are the same.
+class HostStagingCall {
+ public:
+  HostStagingCall(const Schedule& schedule, const Buffers& host, const Layout& layout, MPI_Comm comm,
+                  int tag, const StagingSettings& settings);
+  ~HostStagingCall();
+  HostStagingCall(const HostStagingCall&) = delete;
+  HostStagingCall& operator=(const HostStagingCall&) = delete;
+  bool test();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+/// The mirror of a call whose algorithm is not a schedule (lib/hier), never sliced
+/// (lib/hier's algorithms take whole blocks; device_path.cpp runs a point-to-point
+/// schedule instead when the mirror would exceed the bound): the constructor stages
+/// the own block in (and waits for it); the algorithm runs in place on
+/// mirror(); finish() copies every other block to the device and waits.
+class StagedMirror {
+ public:
+  StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
+               const Layout& layout, const StagingSettings& settings);
+  ~StagedMirror();
+  StagedMirror(const StagedMirror&) = delete;
+  StagedMirror& operator=(const StagedMirror&) = delete;
+  const Buffers& mirror() const;
+  /// The blocks' places on the mirror (compact: block b at b * largest block).
+  const Layout& layout() const;
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 /// Runs this rank's `schedule` with device buffers `device` (send and recv, or recv
@@ -36,10 +122,10 @@ void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
                  const StagingSettings& settings);
 
 /// The same around an algorithm that is not a schedule (lib/hier): the own block is
-/// staged in, `host_run` runs in place on the mirror, then every other block is copied
-/// to the device.
+/// staged in, `host_run` runs in place on the mirror (with the mirror's layout), then
+/// every other block is copied to the device.
 void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
                 const Layout& layout, const StagingSettings& settings,
-                const std::function<void(const Buffers& mirror)>& host_run);
+                const std::function<void(const Buffers& mirror, const Layout& on_mirror)>& host_run);
 
 }  // namespace agx::cuda

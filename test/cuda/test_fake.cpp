@@ -13,9 +13,13 @@
 //   device    contexts only on the device each rank set (cudaSetDevice), none on others
 //   choice    a large single-node call on device buffers, automatic path: IPC (node
 //             algorithms priced from their schedules, not as free)
-//   progress  host buffers: rank 0 starts, then MPI_Ssend to rank 1, which receives
-//             before it starts (a start must not wait for the other ranks); KNOWN to
-//             hang on a GPU node (registered should_fail, docs/gpu.md)
+//   progress  rank 0 starts, then MPI_Ssend to rank 1, which receives before it starts
+//             (a start must not wait for the other ranks); and rank 0 tests its start
+//             while rank 1, started, sits in MPI_Recv (test() must not wait for it
+//             either); host buffers, then device buffers on the forced path
+//   pinned    large staging calls with AGX_CUDA_STAGING_BYTES: pinned memory bounded
+//   report    AGX_CUDA_PATH=aware: a node algorithm stages and is reported so (path
+//             and returned algorithm); ring runs aware
 // A watchdog ends a hung case after 60 s (TEST_FAKE_WATCHDOG seconds; exit 3).
 
 #include <agx/agx.hpp>
@@ -27,10 +31,12 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +45,7 @@ namespace {
 struct FakeCudaCounters {
   long contexts[16];
   long ipc_open, ipc_opened, ipc_closed;
+  long pinned_bytes, pinned_peak;
 };
 
 FakeCudaCounters counters() {
@@ -268,21 +275,155 @@ void case_choice() {
     fail(std::string("8 MiB per rank on one node took ") +
          (path ? std::string(agx::cuda::to_string(*path)) : std::string("no device path")) +
          " with " + std::string(agx::to_string(a)) + ", not ipc");
+  else if (a != agx::Algorithm::direct)  // each rank copied every peer's block itself
+    fail("the IPC call returned " + std::string(agx::to_string(a)) + ", not direct");
   ok(cudaFree(send), "cudaFree");
   ok(cudaFree(recv), "cudaFree");
 }
 
+/// One start that must not wait for the peer: `later` ranks start only after rank 0
+/// has started (rank 0 MPI_Ssends to them after its start); with `tests`, rank 0 also
+/// calls test() 200 times first, while rank 1 has started and sits in a plain MPI
+/// receive (so the agreement settles and the device path begins inside rank 0's
+/// test(), which must not wait for rank 1's part either).
+template <class Start>
+void one_start(Start start, bool tests) {
+  if (!tests && rank_ == 1) MPI_Recv(nullptr, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  agx::Request q = start();
+  if (tests && rank_ == 1) MPI_Recv(nullptr, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (tests && rank_ == 0)
+    for (int i = 0; i < 200; ++i) {
+      (void)q.test();
+      usleep(1000);
+    }
+  if (rank_ == 0) MPI_Ssend(nullptr, 0, MPI_BYTE, 1, 99, MPI_COMM_WORLD);
+  q.wait();
+}
+
 void case_progress() {
-  const std::size_t n = 256;
+  // Host buffers, then device buffers (the path AGX_CUDA_PATH forces): each in both
+  // orders above; every byte checked.
+  const std::size_t n = 256, block = 70001;
   std::vector<int> s(n, rank_), r(n * static_cast<std::size_t>(size_));
   agx::Allgather<int> g(MPI_COMM_WORLD, {agx::Algorithm::ring});
   g(s, r);  // the communicator's first call (blocking by design) is made first
-  if (rank_ == 1) MPI_Recv(nullptr, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  agx::Request q = g.start(s, r);
-  if (rank_ == 0) MPI_Ssend(nullptr, 0, MPI_BYTE, 1, 99, MPI_COMM_WORLD);
-  q.wait();
-  for (int p = 0; p < size_; ++p)
-    if (r[static_cast<std::size_t>(p) * n] != p) fail("data of rank " + std::to_string(p));
+  for (bool tests : {false, true}) {
+    std::fill(r.begin(), r.end(), -1);
+    one_start([&] { return g.start(s, r); }, tests);
+    for (int p = 0; p < size_; ++p)
+      if (r[static_cast<std::size_t>(p) * n] != p) fail("host data of rank " + std::to_string(p));
+  }
+  const std::size_t total = block * static_cast<std::size_t>(size_);
+  void *send = nullptr, *recv = nullptr;
+  ok(cudaMalloc(&send, block), "cudaMalloc");
+  ok(cudaMalloc(&recv, total), "cudaMalloc");
+  fill_send(send, block);
+  agx::Allgather<unsigned char> d(MPI_COMM_WORLD);
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  for (int p = 0; p < size_; ++p) displs[static_cast<std::size_t>(p)] = p * static_cast<int>(block);
+  const std::span<const unsigned char> ds(static_cast<const unsigned char*>(send), block);
+  const std::span<unsigned char> dr(static_cast<unsigned char*>(recv), total);
+  d(ds, dr);  // the first automatic choice sets up the node topology (collective, blocking)
+  check(recv, total, block, displs, "device blocking call");
+  for (bool tests : {false, true}) {
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    one_start([&] { return d.start(ds, dr); }, tests);
+    check(recv, total, block, displs, tests ? "device start, tested early" : "device start");
+  }
+  const auto path = agx::cuda::last_path();
+  if (rank_ == 0)
+    std::printf("progress: device path %s\n",
+                path ? std::string(agx::cuda::to_string(*path)).c_str() : "none");
+  ok(cudaFree(send), "cudaFree");
+  ok(cudaFree(recv), "cudaFree");
+}
+
+void case_pinned() {
+  // 16 MiB per rank (48 MiB received at 3 ranks) through staging with
+  // AGX_CUDA_STAGING_BYTES=4 MiB: every call's data right, pinned memory at most
+  // 4 MiB at any time (the mirror was the whole receive extent, rounded up: 64 MiB).
+  // Blocking and nonblocking, out of place and in place, ring and a forced
+  // shared_memory (run as ring in slices), and rank 2 with host buffers (it must cut
+  // its messages the same way).
+  const std::size_t block = std::size_t{16} << 20, total = block * static_cast<std::size_t>(size_);
+  const bool host = rank_ == 2;
+  std::vector<unsigned char> hs, hr;
+  void *send = nullptr, *recv = nullptr;
+  if (host) {
+    hs.resize(block);
+    hr.resize(total);
+    send = hs.data();
+    recv = hr.data();
+  } else {
+    ok(cudaMalloc(&send, block), "cudaMalloc");
+    ok(cudaMalloc(&recv, total), "cudaMalloc");
+  }
+  fill_send(send, block);
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  for (int p = 0; p < size_; ++p) displs[static_cast<std::size_t>(p)] = p * static_cast<int>(block);
+  const std::span<const unsigned char> ds(static_cast<const unsigned char*>(send), block);
+  const std::span<unsigned char> dr(static_cast<unsigned char*>(recv), total);
+  for (agx::Algorithm a : {agx::Algorithm::ring, agx::Algorithm::shared_memory}) {
+    agx::Allgather<unsigned char> g(MPI_COMM_WORLD, {a});
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    const agx::Algorithm ran = g(ds, dr);
+    check(recv, total, block, displs, std::string("blocking ") + std::string(agx::to_string(a)));
+    if (ran != agx::Algorithm::ring)  // what ran, not what was asked for
+      fail(std::string(agx::to_string(a)) + " in slices returned " + std::string(agx::to_string(ran)));
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    g.start(ds, dr).wait();
+    check(recv, total, block, displs, std::string("start ") + std::string(agx::to_string(a)));
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    fill_send(static_cast<unsigned char*>(recv) + displs[static_cast<std::size_t>(rank_)], block);
+    g.in_place(dr);
+    check(recv, total, block, displs, std::string("in place ") + std::string(agx::to_string(a)));
+  }
+  const FakeCudaCounters c = counters();
+  const long bound = 4l << 20;
+  if (rank_ == 0) std::printf("pinned: peak %ld bytes, %ld held at the end\n", c.pinned_peak, c.pinned_bytes);
+  if (c.pinned_peak > bound)
+    fail("pinned memory peaked at " + std::to_string(c.pinned_peak) + " bytes, over the " +
+         std::to_string(bound) + "-byte bound");
+  if (!host) {
+    ok(cudaFree(send), "cudaFree");
+    ok(cudaFree(recv), "cudaFree");
+  }
+}
+
+void case_report() {
+  // AGX_CUDA_PATH=aware with a CUDA-aware MPI: a node algorithm cannot run there (it
+  // stages), and what is reported must say so; ring does run aware.
+  const std::size_t block = 4096, total = block * static_cast<std::size_t>(size_);
+  void *send = nullptr, *recv = nullptr;
+  ok(cudaMalloc(&send, block), "cudaMalloc");
+  ok(cudaMalloc(&recv, total), "cudaMalloc");
+  fill_send(send, block);
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  for (int p = 0; p < size_; ++p) displs[static_cast<std::size_t>(p)] = p * static_cast<int>(block);
+  const std::span<const unsigned char> ds(static_cast<const unsigned char*>(send), block);
+  const std::span<unsigned char> dr(static_cast<unsigned char*>(recv), total);
+  struct Expect {
+    agx::Algorithm asked;
+    agx::cuda::Path path;
+  };
+  for (const Expect e : {Expect{agx::Algorithm::shared_memory, agx::cuda::Path::staging},
+                         Expect{agx::Algorithm::ring, agx::cuda::Path::aware}}) {
+    agx::Allgather<unsigned char> g(MPI_COMM_WORLD, {e.asked});
+    ok(cudaMemset(recv, 0, total), "cudaMemset");
+    const agx::Algorithm returned = g(ds, dr);
+    check(recv, total, block, displs, std::string(agx::to_string(e.asked)));
+    const auto run = agx::cuda::last_run();
+    const auto path = agx::cuda::last_path();
+    const std::string asked(agx::to_string(e.asked));
+    if (!run || !path || run->path != e.path || *path != e.path)
+      fail(asked + " reported path " +
+           (path ? std::string(agx::cuda::to_string(*path)) : std::string("none")) + ", ran " +
+           std::string(agx::cuda::to_string(e.path)));
+    if (returned != e.asked || !run || run->algorithm != e.asked)
+      fail(asked + " returned " + std::string(agx::to_string(returned)));
+  }
+  ok(cudaFree(send), "cudaFree");
+  ok(cudaFree(recv), "cudaFree");
 }
 
 }  // namespace
@@ -312,6 +453,8 @@ int main(int argc, char** argv) {
   else if (which == "device") case_device();
   else if (which == "choice") case_choice();
   else if (which == "progress") case_progress();
+  else if (which == "pinned") case_pinned();
+  else if (which == "report") case_report();
   else {
     std::fprintf(stderr, "test_fake: unknown --case=%s\n", which.c_str());
     return 2;

@@ -1,8 +1,9 @@
 // The staging pipeline on the test seam (seam_ops.hpp), with real MPI: every
 // point-to-point algorithm plus shared_memory (run_staged around lib/hier), uniform and
 // v layouts (zeros, one big block, reversed displacements with gaps), in place and out
-// of place, one big message or many small pieces and chunks, and "mixed" calls where
-// every third rank has host buffers and runs the host executor. The receive buffer
+// of place, one big message or many small pieces and chunks, a 4 KiB mirror bound
+// (calls cut into slices), and "mixed" calls where every third rank has host buffers
+// and runs the host executor (in the same slices where the call is cut). The receive buffer
 // ("device" memory) is checked byte for byte, including the gaps and guard bytes, and
 // no copy may still be queued when a call returns.
 //
@@ -103,10 +104,17 @@ void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedP
 
   if (host_rank) {
     if (a == Algorithm::shared_memory) agx::hier::run(ctx, a, b, layout);
-    else agx::execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
+    else if (agx::cuda::slicing_of(layout, st.mirror_bytes).slices == 1)  // the plain executor
+      agx::execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
+    else {  // the same slices as the staging ranks
+      agx::cuda::HostStagingCall h(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st);
+      while (!h.test()) {
+      }
+    }
   } else if (a == Algorithm::shared_memory) {
-    agx::cuda::run_staged(ops, pool, me, b, layout, st,
-                          [&](const Buffers& m) { agx::hier::run(ctx, a, m, layout); });
+    agx::cuda::run_staged(ops, pool, me, b, layout, st, [&](const Buffers& m, const Layout& on_mirror) {
+      agx::hier::run(ctx, a, m, on_mirror);
+    });
   } else {
     agx::cuda::run_staging(ops, pool, ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st);
   }
@@ -154,7 +162,10 @@ int main(int argc, char** argv) {
   agx::cuda::PinnedPool pool(ops);
   Totals t;
   int iter = 0;
-  const std::vector<agx::cuda::StagingSettings> settings = {{1u << 20, 1u << 20}, {1000, 333}};
+  // Whole blocks; 1000-byte messages with 333-byte chunks; and a 4 KiB mirror, which cuts
+  // the larger calls into slices (staging.hpp).
+  const std::vector<agx::cuda::StagingSettings> settings = {
+      {1u << 20, 1u << 20, 64u << 20}, {1000, 333, 64u << 20}, {1000, 333, 4096}};
   for (const agx::AlgorithmChoice& a : agx::algorithm_variants()) {
     if (a.id == Algorithm::hierarchical) continue;
     if (a.id != Algorithm::shared_memory &&

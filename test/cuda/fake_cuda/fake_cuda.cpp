@@ -67,6 +67,8 @@ struct State {
   bool fail_here = false;
   long contexts[16] = {};
   long ipc_opened = 0, ipc_closed = 0;
+  long pinned_bytes = 0, pinned_peak = 0;  // cudaMallocHost memory held, and its maximum
+  std::map<std::uintptr_t, std::size_t> pinned;  // cudaMallocHost: address -> bytes
 };
 
 State& state() {
@@ -240,10 +242,12 @@ cudaError_t entry_point(const char* symbol, void** fn, cudaDriverEntryPointQuery
 
 extern "C" {
 
-/// Test counters: contexts[device] (runtime calls that need a context), IPC mappings.
+/// Test counters: contexts[device] (runtime calls that need a context), IPC mappings,
+/// pinned host memory (cudaMallocHost) held now and at most.
 struct FakeCudaCounters {
   long contexts[16];
   long ipc_open, ipc_opened, ipc_closed;
+  long pinned_bytes, pinned_peak;
 };
 FakeCudaCounters fake_cuda_counters() {
   State& s = state();
@@ -253,6 +257,8 @@ FakeCudaCounters fake_cuda_counters() {
   c.ipc_open = static_cast<long>(s.mapped.size());
   c.ipc_opened = s.ipc_opened;
   c.ipc_closed = s.ipc_closed;
+  c.pinned_bytes = s.pinned_bytes;
+  c.pinned_peak = s.pinned_peak;
   return c;
 }
 
@@ -326,15 +332,27 @@ cudaError_t cudaMallocManaged(void** p, std::size_t bytes, unsigned int) {
 }
 cudaError_t cudaMallocHost(void** p, std::size_t bytes) {
   if (cudaError_t e = enter("cudaMallocHost")) return e;
-  std::lock_guard lock(state().mutex);
-  return allocate(p, bytes, cudaMemoryTypeHost, false);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const cudaError_t e = allocate(p, bytes, cudaMemoryTypeHost, false);
+  if (e == cudaSuccess) {
+    s.pinned[reinterpret_cast<std::uintptr_t>(*p)] = bytes;
+    s.pinned_bytes += static_cast<long>(bytes);
+    if (s.pinned_bytes > s.pinned_peak) s.pinned_peak = s.pinned_bytes;
+  }
+  return e;
 }
 cudaError_t cudaFree(void* p) {
   std::lock_guard lock(state().mutex);
   return release(p, false);
 }
 cudaError_t cudaFreeHost(void* p) {
-  std::lock_guard lock(state().mutex);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (auto it = s.pinned.find(reinterpret_cast<std::uintptr_t>(p)); it != s.pinned.end()) {
+    s.pinned_bytes -= static_cast<long>(it->second);
+    s.pinned.erase(it);
+  }
   return release(p, true);
 }
 
