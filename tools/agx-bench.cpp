@@ -22,6 +22,7 @@
 // runner (calls, verification, interleaving), timing (the three methods), dropin (the
 // interposer's counters), report (metadata, table, CSV, JSON, progress line).
 
+#include "bench/encoded.hpp"
 #include "bench/fused.hpp"
 #include "bench/options.hpp"
 #include "bench/problem.hpp"
@@ -43,8 +44,8 @@ int run(int argc, char** argv) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
   const bench::Settings s = bench::parse(argc, argv, rank);
-  if (s.fused > 0) {
-    const int status = bench::run_fused(comm, s);
+  if (s.fused > 0 || s.encoded) {
+    const int status = s.encoded ? bench::run_encoded(comm, s) : bench::run_fused(comm, s);
     MPI_Comm_free(&comm);
     return status;
   }

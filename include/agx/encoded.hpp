@@ -15,12 +15,15 @@
 //
 //   agx::EncodeOptions e{.sparse = true};
 //   agx::encoded_allgather(comm, std::span<const float>(mine), std::span<float>(all), e);
+//   agx::encoded_allgatherv(comm, std::span<const float>(mine), std::span<float>(all),
+//                           counts, displs, e);        // uneven blocks (v layout)
 
 #include <mpi.h>
 
 #include <agx/algorithm.hpp>
 #include <agx/allgather.hpp>
 #include <agx/error.hpp>
+#include <agx/fused.hpp>
 #include <agx/options.hpp>
 
 #include <cstddef>
@@ -70,10 +73,36 @@ EncodedResult encoded_allgather_bytes(MPI_Comm comm, const void* send, void* rec
                                       ElementKind kind, const EncodeOptions& encode,
                                       const Options& options = {});
 
+/// The v form in bytes: rank i's block is block_bytes[i] bytes (a whole number of
+/// elements) at buffers.recv + offsets[i]; buffers.in_place as for allgather_bytes (an
+/// explicit flag: an empty send block may well be a null pointer). Every rank passes
+/// the same block sizes (AGX_CHECK compares them).
+EncodedResult encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buffers,
+                                       std::span<const std::size_t> block_bytes,
+                                       std::span<const std::size_t> offsets,
+                                       std::size_t elem_bytes, ElementKind kind,
+                                       const EncodeOptions& encode, const Options& options = {});
+
+/// The compression speed (bytes per second) the automatic rule compares with the link
+/// on `comm`: measured once per process (about a millisecond, on the first call that
+/// needs it), the slowest rank's value agreed across the communicator, or
+/// AGX_COMPRESS_BYTES_PER_S. `automatic`: of the packer it would use. 0 when not built
+/// in. Collective on the first call per communicator and compressor.
+double compressor_bytes_per_s(MPI_Comm comm, Lossless l);
+
 /// "lz4 zstd zfp": the codecs this libagx was built with (agx-info prints it).
 std::string codecs_built();
 /// Whether a lossless compressor (lz4 or zstd; automatic: either) is built in.
 bool lossless_available(Lossless l);
+
+namespace detail {
+template <class T>
+constexpr ElementKind element_kind() {
+  return std::is_same_v<T, float>    ? ElementKind::float32
+         : std::is_same_v<T, double> ? ElementKind::float64
+                                     : ElementKind::bytes;
+}
+}  // namespace detail
 
 /// Typed form: same checks as agx::Allgather<T>'s operator() and in_place().
 template <class T>
@@ -113,6 +142,33 @@ EncodedResult encoded_allgather_in_place(MPI_Comm comm, std::span<T> recv,
                                                            : ElementKind::bytes;
   return encoded_allgather_bytes(comm, nullptr, recv.data(), recv.size() / static_cast<std::size_t>(n),
                                  sizeof(T), kind, encode, options);
+}
+
+/// The v form: rank i's block is counts[i] elements at recv[displs[i]], checked exactly
+/// as agx::Allgather<T>::v() checks them (same error classes).
+template <class T, IntegralRange C, IntegralRange D>
+EncodedResult encoded_allgatherv(MPI_Comm comm, std::span<const T> send, std::span<T> recv,
+                                 const C& counts, const D& displs, const EncodeOptions& encode,
+                                 const Options& options = {}) {
+  static_assert(std::is_trivially_copyable_v<T>, "encoded_allgatherv needs a trivially copyable T");
+  Group g(comm, options);  // the member checks of a v call, and its layout in bytes
+  g.add_v(send, recv, counts, displs);
+  const FusedPart& p = g.parts().front();
+  return encoded_allgatherv_bytes(comm, p.buffers, p.bytes, p.offsets, sizeof(T),
+                                  detail::element_kind<T>(), encode, options);
+}
+
+/// The v form in place: rank r's block is already at recv[displs[r]].
+template <class T, IntegralRange C, IntegralRange D>
+EncodedResult encoded_allgatherv_in_place(MPI_Comm comm, std::span<T> recv, const C& counts,
+                                          const D& displs, const EncodeOptions& encode,
+                                          const Options& options = {}) {
+  static_assert(std::is_trivially_copyable_v<T>, "encoded_allgatherv needs a trivially copyable T");
+  Group g(comm, options);
+  g.add_v_in_place(recv, counts, displs);
+  const FusedPart& p = g.parts().front();
+  return encoded_allgatherv_bytes(comm, p.buffers, p.bytes, p.offsets, sizeof(T),
+                                  detail::element_kind<T>(), encode, options);
 }
 
 /// The sparse all-gather: encoded_allgather with only the sparse encoding.

@@ -36,6 +36,13 @@ struct FusedPart {
   std::vector<std::size_t> bytes, offsets;
 };
 
+/// How a fused call moved its bytes (docs/fused.md): `direct` (the members' buffers hold
+/// each rank's pieces back to back: the fused layout addresses them as they are),
+/// `segmented` (each fused block is sent as the list of its pieces, one derived datatype
+/// per message: no staging copy either), `staged` (through one staging buffer: a copy
+/// in and a copy out; the node paths and the per-round integrity checks need it).
+enum class FusedWay { direct, segmented, staged };
+
 namespace detail {
 struct FusedState;  // lib/fused/fused.cpp
 struct FusedStateDeleter {
@@ -59,19 +66,23 @@ class FusedRequest {
   void wait();
   bool active() const;
   Algorithm algorithm() const;
+  FusedWay way() const;
 
  private:
   std::unique_ptr<detail::FusedState, detail::FusedStateDeleter> state_;
 };
 
-/// What a fused call did: the algorithm of its one all-gather, and whether it ran on
-/// the members' own buffers (no staging copy, see docs/fused.md) or through a staging
-/// buffer.
+/// What a fused call did: the algorithm of its one all-gather, and how its bytes moved
+/// (on the members' own buffers, or through a staging buffer).
 struct FusedResult {
   Algorithm algorithm = Algorithm::automatic;
-  bool direct = false;
+  FusedWay way = FusedWay::direct;
   std::size_t bytes = 0;  ///< bytes every rank received, all members together
+  bool staged() const { return way == FusedWay::staged; }
 };
+
+/// "direct", "segmented" or "staged".
+const char* to_string(FusedWay w);
 
 /// All-gathers the parts as one call over their concatenated layout (blocking).
 FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
@@ -110,6 +121,8 @@ class Group {
   FusedRequest start() const { return start_fused_allgather_bytes(comm_, parts_, options_); }
 
   std::size_t size() const { return parts_.size(); }
+  /// The members in bytes, as checked when added.
+  std::span<const FusedPart> parts() const { return parts_; }
   void clear() { parts_.clear(); }
   MPI_Comm comm() const { return comm_; }
 

@@ -3,6 +3,8 @@
 // Each function works on one block; none calls MPI. Decoders never write outside the
 // block they are given and report inconsistent input through `why` (false return).
 
+#include <mpi.h>
+
 #include <agx/encoded.hpp>
 
 #include <cstddef>
@@ -46,6 +48,14 @@ bool pack(Packer p, const std::byte* in, std::size_t n, std::vector<std::byte>& 
 bool unpack(Packer p, const std::byte* in, std::size_t n, std::byte* out, std::size_t out_bytes,
             std::string& why);
 bool zfp_available();
+
+// speed.cpp
+/// This process's measured compression speed of `p` in bytes per second (measured once,
+/// lazily, about a millisecond); 0 for a packer not built in.
+double local_pack_speed(Packer p);
+/// The speed the rule uses on `comm`: AGX_COMPRESS_BYTES_PER_S if set, else the slowest
+/// rank's local_pack_speed (collective on the first call per communicator and packer).
+double agreed_pack_speed(MPI_Comm comm, Packer p);
 /// ZFP of a float/double block in the mode of `lossy`; false when not built in, the block
 /// holds non-finite values, or it does not shrink.
 bool zfp_encode(const std::byte* block, const Spec& spec, const Lossy& lossy,

@@ -23,11 +23,13 @@
 #include "core/select.hpp"
 #include "cuda/memory.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,32 +44,20 @@ using codec::Spec;
 constexpr std::size_t header_bytes = 24;
 constexpr std::byte magic{0xA6};
 
-/// Bytes per second a compressor must beat the link by (docs/fused.md): a conservative
-/// single-core compression speed of each packer, or AGX_COMPRESS_BYTES_PER_S.
-double packer_speed(Packer p) {
-  if (const char* s = std::getenv("AGX_COMPRESS_BYTES_PER_S"); s != nullptr && *s != '\0') {
-    char* end = nullptr;
-    const double v = std::strtod(s, &end);
-    if (end == s || *end != '\0' || !(v > 0))
-      throw Error(MPI_ERR_ARG, std::string("agx: AGX_COMPRESS_BYTES_PER_S='") + s +
-                                   "' is not a positive number");
-    return v;
-  }
-  return p == Packer::lz4 ? 500e6 : 250e6;
-}
-
 /// The rule of docs/fused.md: compress only where the slowest link the call crosses is
 /// slower than the compressor. On one node the link is memory: never.
 bool link_slower_than(MPI_Comm comm, Packer p) {
   const Selector& s = CommContext::of(comm).selector();
   if (s.placement().nodes() <= 1) return false;
   const double beta = s.tuning().params.network.beta_s_per_byte;
-  return beta > 0 && 1.0 / beta < packer_speed(p);
+  return beta > 0 && 1.0 / beta < codec::agreed_pack_speed(comm, p);
 }
 
-/// The packer this call uses (the same on every rank: it depends on the options, the
-/// block size, the build and the agreed tuning), none for no compression.
-Packer choose_packer(MPI_Comm comm, const EncodeOptions& e, std::size_t block_bytes) {
+/// The packer of this call, before the per-block size threshold (the same on every
+/// rank: it depends on the options, the build and the agreed tuning); none for no
+/// compression. Collective on the communicator's first use (the tuning is agreed then),
+/// so every rank asks, whatever its block's size.
+Packer call_packer(MPI_Comm comm, const EncodeOptions& e) {
   switch (e.lossless) {
     case Lossless::off: return Packer::none;
     case Lossless::lz4:
@@ -77,13 +67,13 @@ Packer choose_packer(MPI_Comm comm, const EncodeOptions& e, std::size_t block_by
         throw Error(MPI_ERR_ARG, std::string("agx: ") + (p == Packer::lz4 ? "LZ4" : "Zstandard") +
                                      " compression was asked for, but this libagx was built "
                                      "without it (built: " + codecs_built() + ")");
-      return block_bytes >= e.min_bytes ? p : Packer::none;
+      return p;
     }
     case Lossless::automatic: {
       const Packer p = codec::packer_available(Packer::lz4)    ? Packer::lz4
                        : codec::packer_available(Packer::zstd) ? Packer::zstd
                                                                : Packer::none;
-      if (p == Packer::none || block_bytes < e.min_bytes) return Packer::none;
+      if (p == Packer::none) return Packer::none;
       return link_slower_than(comm, p) ? p : Packer::none;
     }
   }
@@ -244,13 +234,17 @@ void apply_seam(int rank, std::vector<std::byte>& enc, std::uint64_t& announced)
 }
 
 /// AGX_CHECK: the options that must agree across ranks do.
-void check_agreement(MPI_Comm comm, const Spec& spec, const EncodeOptions& e, const Options& o) {
+void check_agreement(MPI_Comm comm, std::span<const std::size_t> block_bytes, std::size_t elem,
+                     ElementKind kind, const EncodeOptions& e, const Options& o) {
   struct Key {
-    std::uint64_t count, elem, min_bytes, value;
+    std::uint64_t counts_crc, elem, min_bytes, value;
     std::uint32_t kind, sparse, lossless, lossy;
   };
-  const Key mine{spec.count, spec.elem, e.min_bytes, std::bit_cast<std::uint64_t>(e.lossy.value),
-                 static_cast<std::uint32_t>(spec.kind), e.sparse ? 1u : 0u,
+  // Every block's size (not the offsets: they are each rank's own business, as in MPI).
+  const std::uint32_t crc = crc32c(reinterpret_cast<const std::byte*>(block_bytes.data()),
+                                   block_bytes.size_bytes());
+  const Key mine{crc, elem, e.min_bytes, std::bit_cast<std::uint64_t>(e.lossy.value),
+                 static_cast<std::uint32_t>(kind), e.sparse ? 1u : 0u,
                  static_cast<std::uint32_t>(e.lossless), static_cast<std::uint32_t>(e.lossy.mode)};
   int n = 0;
   MPI_Comm_size(comm, &n);
@@ -265,63 +259,108 @@ void check_agreement(MPI_Comm comm, const Spec& spec, const EncodeOptions& e, co
 
 }  // namespace
 
-EncodedResult encoded_allgather_bytes(MPI_Comm comm, const void* send, void* recv,
-                                      std::size_t count, std::size_t elem_bytes,
-                                      ElementKind kind, const EncodeOptions& encode,
-                                      const Options& options) {
+EncodedResult encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buffers,
+                                       std::span<const std::size_t> block_bytes,
+                                       std::span<const std::size_t> offsets,
+                                       std::size_t elem_bytes, ElementKind kind,
+                                       const EncodeOptions& encode, const Options& options) {
   if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
   int n = 0, rank = 0;
   if (MPI_Comm_size(comm, &n) != MPI_SUCCESS || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
     throw Error(MPI_ERR_COMM, "agx: invalid communicator");
   if (elem_bytes == 0) throw Error(MPI_ERR_ARG, "agx: element size 0");
-  const Spec spec{count, elem_bytes, kind};
-  if (count > std::numeric_limits<std::size_t>::max() / elem_bytes / static_cast<std::size_t>(n) / 2)
-    throw Error(MPI_ERR_COUNT, "agx: " + std::to_string(count) + " elements overflow the byte size");
-  if (recv == nullptr && spec.bytes() > 0) throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
+  const bool in_place = buffers.in_place;
+  const void* send = buffers.send;
+  void* recv = buffers.recv;
+  const auto un = static_cast<std::size_t>(n);
+  if (block_bytes.size() != un || offsets.size() != un)
+    throw Error(MPI_ERR_ARG, "agx: " + std::to_string(block_bytes.size()) + " block sizes and " +
+                                 std::to_string(offsets.size()) + " offsets for " +
+                                 std::to_string(n) + " ranks");
+  std::size_t plain = 0, largest = 0;
+  for (std::size_t i = 0; i < un; ++i) {
+    if (block_bytes[i] % elem_bytes != 0)
+      throw Error(MPI_ERR_ARG, "agx: block " + std::to_string(i) + " of " +
+                                   std::to_string(block_bytes[i]) + " bytes is not a whole number "
+                                   "of " + std::to_string(elem_bytes) + "-byte elements");
+    std::size_t end = 0;
+    if (__builtin_add_overflow(offsets[i], block_bytes[i], &end) ||
+        __builtin_add_overflow(plain, block_bytes[i], &plain) ||
+        end > std::numeric_limits<std::size_t>::max() / 4)
+      throw Error(MPI_ERR_COUNT, "agx: the encoded all-gather's blocks overflow the byte size");
+    largest = std::max(largest, block_bytes[i]);
+  }
+  if (recv == nullptr && plain > 0) throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
   if (cuda::is_device_memory(recv) || cuda::is_device_memory(send))
     throw Error(MPI_ERR_BUFFER, "agx: the encoded all-gather takes host buffers, not device memory");
   check_encode_options(encode, kind);
-  if (config().check) check_agreement(comm, spec, encode, options);
-  const Packer packer = choose_packer(comm, encode, spec.bytes());
-  const bool in_place = send == nullptr;
+  if (config().check) check_agreement(comm, block_bytes, elem_bytes, kind, encode, options);
+  const Packer call = call_packer(comm, encode);
   auto* out = static_cast<std::byte*>(recv);
+  const auto me = static_cast<std::size_t>(rank);
   EncodedResult r;
-  r.plain_bytes = spec.bytes() * static_cast<std::size_t>(n);
-  if (!encode.sparse && encode.lossy.mode == Lossy::Mode::off && packer == Packer::none) {
-    r.algorithm = allgather_bytes(comm, {send, recv, in_place}, Layout::uniform(n, spec.bytes()), options);
+  r.plain_bytes = plain;
+  // The plain call when no block can be encoded (the same on every rank: the sizes are
+  // known everywhere).
+  if (!encode.sparse && encode.lossy.mode == Lossy::Mode::off &&
+      (call == Packer::none || largest < encode.min_bytes)) {
+    bool uniform = true;  // a regular call stays one (the selection tells them apart)
+    for (std::size_t u = 0; u < un; ++u)
+      uniform = uniform && block_bytes[u] == block_bytes[0] && offsets[u] == block_bytes[0] * u;
+    const Layout l = uniform ? Layout::uniform(n, block_bytes[0]) : Layout::varying(block_bytes, offsets);
+    r.algorithm = allgather_bytes(comm, {send, recv, in_place}, l, options);
     r.wire_bytes = r.plain_bytes;
     return r;
   }
   r.encoded = true;
-  const std::byte* mine = in_place ? out + spec.bytes() * static_cast<std::size_t>(rank)
-                                   : static_cast<const std::byte*>(send);
-  std::vector<std::byte> enc = encode_block(mine, spec, encode, packer);
+  const Spec own{block_bytes[me] / elem_bytes, elem_bytes, kind};
+  const std::byte* mine = in_place ? out + offsets[me] : static_cast<const std::byte*>(send);
+  const Packer packer = own.bytes() >= encode.min_bytes ? call : Packer::none;
+  std::vector<std::byte> enc = encode_block(mine, own, encode, packer);
   std::uint64_t announced = enc.size();
   apply_seam(rank, enc, announced);
-  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(n));
+  std::vector<std::uint64_t> sizes(un);
   allgather_bytes(comm, {&announced, sizes.data(), false}, Layout::uniform(n, 8), options);
-  const std::size_t limit = header_bytes + spec.max_payload();
-  std::vector<std::size_t> bytes(static_cast<std::size_t>(n)), offsets(static_cast<std::size_t>(n));
+  std::vector<std::size_t> bytes(un), at(un);
   std::size_t total = 0;
-  for (int i = 0; i < n; ++i) {
-    const auto u = static_cast<std::size_t>(i);
+  for (std::size_t u = 0; u < un; ++u) {
+    const Spec spec{block_bytes[u] / elem_bytes, elem_bytes, kind};
+    const std::size_t limit = header_bytes + spec.max_payload();
     if (sizes[u] < header_bytes || sizes[u] > limit)
-      corrupt(i, "its announced size of " + std::to_string(sizes[u]) + " bytes is outside [" +
-                     std::to_string(header_bytes) + ", " + std::to_string(limit) + "]");
+      corrupt(static_cast<int>(u), "its announced size of " + std::to_string(sizes[u]) +
+                                       " bytes is outside [" + std::to_string(header_bytes) +
+                                       ", " + std::to_string(limit) + "]");
     bytes[u] = static_cast<std::size_t>(sizes[u]);
-    offsets[u] = total;
+    at[u] = total;
     total += bytes[u];
   }
   r.wire_bytes = total;
   std::vector<std::byte> arena(total);
   // The own block travels with what it announced (a truncating seam sends less).
-  r.algorithm = allgather_bytes(comm, {enc.data(), arena.data(), false},
-                                Layout::varying(bytes, offsets), options);
-  for (int i = 0; i < n; ++i) {
-    const auto u = static_cast<std::size_t>(i);
-    decode(i, arena.data() + offsets[u], bytes[u], spec, out + spec.bytes() * u);
+  r.algorithm = allgather_bytes(comm, {enc.data(), arena.data(), false}, Layout::varying(bytes, at),
+                                options);
+  for (std::size_t u = 0; u < un; ++u) {
+    const Spec spec{block_bytes[u] / elem_bytes, elem_bytes, kind};
+    decode(static_cast<int>(u), arena.data() + at[u], bytes[u], spec, out + offsets[u]);
   }
   return r;
+}
+
+EncodedResult encoded_allgather_bytes(MPI_Comm comm, const void* send, void* recv,
+                                      std::size_t count, std::size_t elem_bytes,
+                                      ElementKind kind, const EncodeOptions& encode,
+                                      const Options& options) {
+  if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
+  int n = 0;
+  if (MPI_Comm_size(comm, &n) != MPI_SUCCESS) throw Error(MPI_ERR_COMM, "agx: invalid communicator");
+  if (elem_bytes == 0) throw Error(MPI_ERR_ARG, "agx: element size 0");
+  if (count > std::numeric_limits<std::size_t>::max() / elem_bytes / static_cast<std::size_t>(n) / 2)
+    throw Error(MPI_ERR_COUNT, "agx: " + std::to_string(count) + " elements overflow the byte size");
+  const std::size_t block = count * elem_bytes;
+  std::vector<std::size_t> bytes(static_cast<std::size_t>(n), block), offsets;
+  for (int i = 0; i < n; ++i) offsets.push_back(block * static_cast<std::size_t>(i));
+  return encoded_allgatherv_bytes(comm, {send, recv, send == nullptr}, bytes, offsets, elem_bytes,
+                                  kind, encode, options);
 }
 
 }  // namespace agx

@@ -62,6 +62,11 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
 
 Execution::~Execution() { abandon(); }
 
+void Execution::use_block_pieces(const BlockPieces& blocks) {
+  pieces_ = &blocks;
+  round_checks_.reset();
+}
+
 // After a failed MPI call (or a stall under AGX_TIMEOUT_ACTION=error) the round's other
 // requests may still be in flight, pointing into the caller's buffers. Receives are
 // cancelled and completed (one already matched completes with its data, or is freed
@@ -345,7 +350,7 @@ void Execution::post_transfer(bool is_send, const Transfer& t, std::size_t k, bo
     plan_message(t, schedule_.rank, node_->segment_buffers(), node_->segment_layout(),
                  max_message_bytes_, message_);
   else
-    plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_);
+    plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_, pieces_);
   for (std::size_t i = 0; i < message_.pieces(); ++i) {
     const std::size_t b = message_.piece_begin[i], e = message_.piece_begin[i + 1];
     post(is_send, t.peer, message_.segments.data() + b, e - b, t, false);

@@ -51,6 +51,12 @@ class Execution {
   Execution(const Execution&) = delete;
   Execution& operator=(const Execution&) = delete;
 
+  /// Point-to-point schedules only, before start(): every block's memory is its pieces
+  /// in `blocks` (which must outlive the execution), not its range of the layout; the
+  /// buffers must be in place (the own block's pieces hold it already). Per-round
+  /// integrity checks do not apply (lib/fused runs such calls only without them).
+  void use_block_pieces(const BlockPieces& blocks);
+
   /// Copies the own block into place (out of place) and posts the first round.
   void start();
   /// Advances as far as possible without blocking; true once every round is done.
@@ -121,6 +127,7 @@ class Execution {
   std::size_t open_ = 0;  // requests of the round not yet complete
   // Node-level operations (null node_: a point-to-point schedule):
   NodeSegment* node_ = nullptr;
+  const BlockPieces* pieces_ = nullptr;  // use_block_pieces
   std::vector<GetCursor> cursors_;  // per get of the round
   bool segment_recvs_ = false;      // the round receives into the segment
   std::vector<const Transfer*> deferred_;  // segment sends waiting for their blocks

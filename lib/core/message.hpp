@@ -24,13 +24,22 @@ struct MessagePlan {
   std::size_t pieces() const { return piece_begin.empty() ? 0 : piece_begin.size() - 1; }
 };
 
+/// Blocks made of several memory pieces (a fused call's block spread over its members'
+/// buffers, lib/fused): block b is segments[begin[b] .. begin[b+1]). When a transfer is
+/// planned over such blocks they replace block_address and the layout's sizes.
+struct BlockPieces {
+  std::vector<Segment> segments;
+  std::vector<std::size_t> begin;  // one entry per block, plus the end
+};
+
 /// Where block b of the call lives: the receive buffer, except the own block of an
 /// out-of-place call, which is read from the send buffer.
 std::byte* block_address(int block, int rank, const Buffers& buffers, const Layout& layout);
 
 /// Fills `out` with the transfer's memory, adjacent segments merged, zero bytes
-/// dropped, cut into pieces of at most max_bytes. No piece is empty.
+/// dropped, cut into pieces of at most max_bytes. No piece is empty. With `blocks`, each
+/// block's memory is its pieces there (in order) instead of its range of the layout.
 void plan_message(const Transfer& t, int rank, const Buffers& buffers, const Layout& layout,
-                  std::size_t max_bytes, MessagePlan& out);
+                  std::size_t max_bytes, MessagePlan& out, const BlockPieces* blocks = nullptr);
 
 }  // namespace agx

@@ -1,24 +1,42 @@
 // Fused all-gathers (include/agx/fused.hpp, docs/fused.md): K members run as one
 // all-gather over the concatenated layout, whose block i is member 0's block i, then
-// member 1's, ... Two ways to run it:
-//   direct:  the members' receive buffers already hold each rank's pieces back to back:
-//            the fused layout addresses them where they are. The own pieces of
-//            out-of-place members are copied to their places first (what a single
-//            out-of-place call copies too), and the call runs in place.
-//   staged:  otherwise. The own pieces are copied into one staging buffer at the own
-//            fused block, the call runs in place there, and every piece is copied out to
-//            its member's receive buffer (one copy in, one copy out).
-// Both run in place, so that ranks running one way and ranks running the other make the
-// same kind of call (AGX_CHECK compares in-place use across ranks).
+// member 1's, ... Three ways to run it:
+//   direct:    the members' receive buffers already hold each rank's pieces back to back:
+//              the fused layout addresses them where they are. The own pieces of
+//              out-of-place members are copied to their places first (what a single
+//              out-of-place call copies too), and the call runs in place.
+//   segmented: otherwise, on a point-to-point schedule: every fused block is the list
+//              of its pieces in the members' receive buffers, and the executor sends a
+//              transfer's pieces as one hindexed datatype over MPI_BOTTOM
+//              (Execution::use_block_pieces). Only the own pieces of out-of-place
+//              members are copied, as in direct.
+//   staged:    where the block must be one range: the node paths (shared_memory,
+//              hierarchical, whose node stage copies blocks through the shared segment)
+//              and AGX_INTEGRITY / AGX_TEST_FLIP (whose per-round checksums read blocks
+//              as ranges). The own pieces are copied into one staging buffer at the own
+//              fused block, the call runs in place there, and every piece is copied out
+//              to its member's receive buffer (one copy in, one copy out).
+// All run in place, so that ranks running one way and ranks running another make the
+// same kind of call (AGX_CHECK compares in-place use across ranks). Whether a call runs
+// segmented depends only on the algorithm and the settings, the same on every rank.
 
 #include <agx/error.hpp>
 #include <agx/fused.hpp>
 
+#include "core/allgather.hpp"
+#include "core/comm_context.hpp"
+#include "core/config.hpp"
+#include "core/consistency.hpp"
+#include "core/executor.hpp"
+#include "core/message.hpp"
+#include "core/nonblocking.hpp"
+#include "core/select.hpp"
 #include "cuda/memory.hpp"
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace agx {
@@ -36,7 +54,7 @@ struct FusedPlan {
   std::vector<std::size_t> bytes, offsets;  // fused block i: bytes and offset
   std::size_t total = 0;
   bool direct = false;
-  Buffers buffers;  // direct: the members' own memory; staged: filled by the caller
+  Buffers buffers;  // direct: the members' own memory; otherwise filled by the caller
   Layout layout() const { return Layout::varying(bytes, offsets); }
 };
 
@@ -116,6 +134,29 @@ void place_own(std::span<const FusedPart> parts, const FusedPlan& f) {
   }
 }
 
+/// Segmented: every fused block as the list of its pieces in the members' receive
+/// buffers (the own pieces of out-of-place members must be in place already).
+BlockPieces block_pieces(std::span<const FusedPart> parts, const FusedPlan& f) {
+  BlockPieces bp;
+  for (int i = 0; i < f.nranks; ++i) {
+    bp.begin.push_back(bp.segments.size());
+    for (const FusedPart& p : parts) {
+      const std::size_t b = p.bytes[static_cast<std::size_t>(i)];
+      if (b > 0) bp.segments.push_back({piece_address(p, i), b});
+    }
+  }
+  bp.begin.push_back(bp.segments.size());
+  return bp;
+}
+
+/// Whether a fused call of `a` can run segmented: a point-to-point schedule, and no
+/// per-round checks (they read blocks as ranges of one buffer). Rank-independent.
+bool can_segment(const AlgorithmChoice& a) {
+  if (is_node_path(a.id)) return false;
+  const Checks c = Checks::of(a.id);
+  return !c.integrity && !c.flip;
+}
+
 /// Staged: the own pieces into the own fused block of `arena`.
 void pack_own(std::span<const FusedPart> parts, const FusedPlan& f, std::byte* arena) {
   std::byte* at = arena + f.offsets[static_cast<std::size_t>(f.rank)];
@@ -149,20 +190,38 @@ namespace detail {
 struct FusedState {
   std::vector<FusedPart> parts;
   FusedPlan plan;
+  FusedWay way = FusedWay::staged;
   std::vector<std::byte> arena;
+  BlockPieces pieces;                 // segmented
+  std::shared_ptr<CommContext> ctx;   // segmented: alive past MPI_Comm_free
+  std::optional<Execution> execution; // segmented
+  Algorithm algorithm = Algorithm::automatic;  // segmented
   Request request;  // last: destroyed (waited for) before the arena
   bool unpacked = false;
 
+  bool test_running() {
+    if (execution) {
+      detail::progress_all();
+      return execution->test();
+    }
+    return request.test();
+  }
+  void wait_running() {
+    if (execution) wait_blocking(*execution);
+    else request.wait();
+  }
   void finish() {
-    if (!unpacked && !plan.direct) unpack(parts, plan, arena.data());
+    if (!unpacked && way == FusedWay::staged) unpack(parts, plan, arena.data());
     unpacked = true;
   }
 };
 
 void FusedStateDeleter::operator()(FusedState* s) const noexcept {
   try {
-    if (s->request.active()) s->request.wait();
-    s->finish();
+    if (!s->unpacked) {
+      s->wait_running();
+      s->finish();
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "agx: an unfinished fused request failed: %s\n", e.what());
   }
@@ -171,19 +230,47 @@ void FusedStateDeleter::operator()(FusedState* s) const noexcept {
 
 }  // namespace detail
 
+namespace {
+
+/// The context and the algorithm of a fused call that is not direct (its layout is
+/// the rank-major one of the staging buffer; only the sizes matter for the choice).
+CommContext& fused_context(MPI_Comm comm, const FusedPlan& f, void* some_recv) {
+  check_config();
+  return checked_context(comm, {nullptr, some_recv, true}, f.layout());
+}
+
+}  // namespace
+
 FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
                                   const Options& options) {
   FusedPlan f = plan_fused(comm, parts);
-  FusedResult r{Algorithm::automatic, f.direct, f.total};
+  FusedResult r{Algorithm::automatic, FusedWay::direct, f.total};
   if (parts.empty()) return r;
   if (f.direct) {
     place_own(parts, f);
     r.algorithm = allgather_bytes(comm, f.buffers, f.layout(), options);
     return r;
   }
+  CommContext& ctx = fused_context(comm, f, parts.front().buffers.recv);
+  const Layout layout = f.layout();
+  const AlgorithmChoice a = select_algorithm(ctx, layout, options, true);
+  r.algorithm = a.id;
+  if (can_segment(a)) {
+    r.way = FusedWay::segmented;
+    if (config().check) check_consistency(ctx, layout, a, true);
+    place_own(parts, f);
+    const BlockPieces bp = block_pieces(parts, f);
+    Execution e(ctx.schedule(a), {nullptr, parts.front().buffers.recv, true}, layout, ctx.comm(),
+                ctx.next_tag(), config().max_message_bytes, Checks::of(a.id));
+    e.use_block_pieces(bp);
+    e.start();
+    wait_blocking(e);
+    return r;
+  }
+  r.way = FusedWay::staged;
   std::vector<std::byte> arena(f.total);
   pack_own(parts, f, arena.data());
-  r.algorithm = allgather_bytes(comm, {nullptr, arena.data(), true}, f.layout(), options);
+  run_selected(ctx, a, {nullptr, arena.data(), true}, layout);
   unpack(parts, f, arena.data());
   return r;
 }
@@ -197,15 +284,34 @@ FusedRequest start_fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPar
     s->unpacked = true;
     return FusedRequest(std::move(s));
   }
-  Buffers b = s->plan.buffers;
   if (s->plan.direct) {
+    s->way = FusedWay::direct;
     place_own(s->parts, s->plan);
-  } else {
-    s->arena.resize(s->plan.total);
-    pack_own(s->parts, s->plan, s->arena.data());
-    b = {nullptr, s->arena.data(), true};
+    s->request = start_allgather_bytes(comm, s->plan.buffers, s->plan.layout(), options);
+    return FusedRequest(std::move(s));
   }
-  s->request = start_allgather_bytes(comm, b, s->plan.layout(), options);
+  detail::progress_from_environment();
+  CommContext& ctx = fused_context(comm, s->plan, s->parts.front().buffers.recv);
+  const Layout layout = s->plan.layout();
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, true);
+  if (can_segment(a)) {
+    s->way = FusedWay::segmented;
+    if (config().check) check_consistency(ctx, layout, a, true);
+    s->ctx = ctx.share();
+    place_own(s->parts, s->plan);
+    s->pieces = block_pieces(s->parts, s->plan);
+    s->execution.emplace(ctx.schedule(a), Buffers{nullptr, s->parts.front().buffers.recv, true},
+                         s->plan.layout(), ctx.comm(), ctx.next_tag(),
+                         config().max_message_bytes, Checks::of(a.id));
+    s->execution->use_block_pieces(s->pieces);
+    s->algorithm = a.id;
+    s->execution->start();
+    return FusedRequest(std::move(s));
+  }
+  s->way = FusedWay::staged;
+  s->arena.resize(s->plan.total);
+  pack_own(s->parts, s->plan, s->arena.data());
+  s->request = start_allgather_bytes(comm, {nullptr, s->arena.data(), true}, layout, options);
   return FusedRequest(std::move(s));
 }
 
@@ -221,21 +327,33 @@ FusedRequest::~FusedRequest() = default;
 
 bool FusedRequest::test() {
   if (!state_ || state_->unpacked) return true;
-  if (!state_->request.test()) return false;
+  if (!state_->test_running()) return false;
   state_->finish();
   return true;
 }
 
 void FusedRequest::wait() {
   if (!state_ || state_->unpacked) return;
-  state_->request.wait();
+  state_->wait_running();
   state_->finish();
 }
 
 bool FusedRequest::active() const { return state_ && !state_->unpacked; }
 
 Algorithm FusedRequest::algorithm() const {
-  return state_ && !state_->parts.empty() ? state_->request.algorithm() : Algorithm::automatic;
+  if (!state_ || state_->parts.empty()) return Algorithm::automatic;
+  return state_->execution ? state_->algorithm : state_->request.algorithm();
 }
+
+const char* to_string(FusedWay w) {
+  switch (w) {
+    case FusedWay::direct: return "direct";
+    case FusedWay::segmented: return "segmented";
+    case FusedWay::staged: return "staged";
+  }
+  return "?";
+}
+
+FusedWay FusedRequest::way() const { return state_ ? state_->way : FusedWay::direct; }
 
 }  // namespace agx

@@ -8,11 +8,17 @@
 //     than the compressor (one node: never);
 //   lossy ZFP in fixed-accuracy mode: max error <= bound on smooth and random data, every
 //     rank holds the same result; fixed rate: the wire bytes follow the rate;
-//   bad options are MPI_ERR_ARG.
+//   bad options are MPI_ERR_ARG;
+//   the v form (uneven blocks, a zero block, displacements in reverse order with gaps):
+//     sparse, LZ4 and the plain call, out of place and in place, against MPI_Allgatherv;
+//   the measured compressor speed: positive, agreed by every rank, and what `automatic`
+//     compares with the link (--auto-compress yes|no: what a tuning file's link should
+//     make `automatic` do on two virtual nodes).
 // --expect-corrupt R (with AGX_TEST_CORRUPT_BLOCK=R:kind): every rank's call fails with
 // an agx::Error naming block R and its origin, and no byte past the receive buffer moves.
 
 #include <agx/agx.hpp>
+#include <agx/encoded.hpp>
 
 #include "../mpi/pattern.hpp"
 
@@ -31,6 +37,7 @@ namespace {
 
 int rank = 0, nranks = 1;
 long passed = 0, failed = 0;
+const char* auto_compress = nullptr;  // --auto-compress yes|no
 
 void expect(bool ok, const std::string& what) {
   if (ok) { ++passed; return; }
@@ -233,8 +240,118 @@ void run_bad_options() {
       MPI_COMM_WORLD, std::span<const int>(big), std::span<int>(all),
       agx::EncodeOptions{.lossless = agx::Lossless::automatic});
   const char* forced = std::getenv("AGX_COMPRESS_BYTES_PER_S");
-  expect(r.encoded == (forced != nullptr && agx::lossless_available(agx::Lossless::automatic)),
-         "automatic compresses only where the rule says the link is slower");
+  bool want_auto = forced != nullptr;
+  if (auto_compress != nullptr) want_auto = std::string(auto_compress) == "yes";
+  want_auto = want_auto && agx::lossless_available(agx::Lossless::automatic);
+  expect(r.encoded == want_auto, "automatic compresses only where the rule says the link is slower");
+  expect(std::memcmp(all.data() + big.size() * static_cast<std::size_t>(nranks - 1), big.data(),
+                     big.size() * 4) == 0, "automatic: the last block arrived");
+}
+
+/// The v form: rank i holds 1500 * (i + 1) elements, except rank 1 which holds none;
+/// blocks lie in reverse rank order with a 3-element gap before each. Sparse, LZ4
+/// (when built) and the plain call, out of place and in place, against MPI_Allgatherv;
+/// the gaps keep their fill.
+template <class T>
+void run_v(const char* type) {
+  std::vector<int> counts, displs(static_cast<std::size_t>(nranks));
+  for (int i = 0; i < nranks; ++i) counts.push_back(i == 1 ? 0 : 1500 * (i + 1));
+  int at = 0;
+  for (int i = nranks - 1; i >= 0; --i) {
+    at += 3;
+    displs[static_cast<std::size_t>(i)] = at;
+    at += counts[static_cast<std::size_t>(i)];
+  }
+  const std::size_t total = static_cast<std::size_t>(at) + 2;
+  const auto me = static_cast<std::size_t>(rank);
+  const std::vector<T> mine = sparse_block<T>(rank, static_cast<std::size_t>(counts[me]), 0.05);
+  std::vector<T> want(total);
+  std::memset(want.data(), 0x5a, total * sizeof(T));
+  {
+    std::vector<int> bc, bd;
+    for (int i = 0; i < nranks; ++i) {
+      bc.push_back(counts[static_cast<std::size_t>(i)] * static_cast<int>(sizeof(T)));
+      bd.push_back(displs[static_cast<std::size_t>(i)] * static_cast<int>(sizeof(T)));
+    }
+    MPI_Allgatherv(mine.data(), bc[me], MPI_BYTE, want.data(), bc.data(), bd.data(), MPI_BYTE,
+                   MPI_COMM_WORLD);
+  }
+  struct Way {
+    const char* name;
+    agx::EncodeOptions e;
+    bool encoded;
+  };
+  std::vector<Way> ways{{"sparse", {.sparse = true}, true},
+                        {"plain", {}, false}};
+  if (agx::lossless_available(agx::Lossless::lz4))
+    ways.push_back({"lz4", {.lossless = agx::Lossless::lz4, .min_bytes = 4096}, true});
+  for (const Way& w : ways)
+    for (bool in_place : {false, true}) {
+      const std::string what = std::string("v ") + type + " " + w.name + (in_place ? " in place" : "");
+      std::vector<T> got(total);
+      std::memset(got.data(), 0x5a, total * sizeof(T));
+      agx::EncodedResult r;
+      try {
+        if (in_place) {
+          std::memcpy(got.data() + displs[me], mine.data(), mine.size() * sizeof(T));
+          r = agx::encoded_allgatherv_in_place(MPI_COMM_WORLD, std::span<T>(got), counts, displs, w.e);
+        } else {
+          r = agx::encoded_allgatherv(MPI_COMM_WORLD, std::span<const T>(mine), std::span<T>(got),
+                                      counts, displs, w.e);
+        }
+      } catch (const agx::Error& e) {
+        expect(false, what + ": " + e.what());
+        continue;
+      }
+      expect(std::memcmp(want.data(), got.data(), total * sizeof(T)) == 0,
+             what + ": differs from MPI_Allgatherv (gaps included)");
+      expect(r.encoded == w.encoded, what + ": encoded as asked");
+      if (w.encoded && nranks > 1)
+        expect(r.wire_bytes < r.plain_bytes, what + ": fewer bytes on the wire (" +
+                                                 std::to_string(r.wire_bytes) + " of " +
+                                                 std::to_string(r.plain_bytes) + ")");
+    }
+  // Bad v input: the checks of a v call.
+  std::vector<int> short_counts(counts.begin(), counts.end() - 1);
+  std::vector<T> got(total);
+  expect(error_of([&] {
+           agx::encoded_allgatherv(MPI_COMM_WORLD, std::span<const T>(mine), std::span<T>(got),
+                                   short_counts, displs, agx::EncodeOptions{.sparse = true});
+         }) != MPI_SUCCESS,
+         std::string("v ") + type + ": counts of the wrong length are an error");
+  const int small = error_of([&] {
+    agx::encoded_allgatherv(MPI_COMM_WORLD, std::span<const T>(mine),
+                            std::span<T>(got).first(total - 3), counts, displs,
+                            agx::EncodeOptions{.sparse = true});
+  });
+  const int plain = error_of([&] {  // what the plain v call says for the same input
+    agx::Allgather<T>(MPI_COMM_WORLD).v(std::span<const T>(mine), std::span<T>(got).first(total - 3),
+                                        counts, displs);
+  });
+  expect(small != MPI_SUCCESS && small == plain,
+         std::string("v ") + type + ": a receive buffer too small is the v call's error (" +
+             std::to_string(plain) + "), got " + std::to_string(small));
+}
+
+/// The compressor speed of the automatic rule: measured (not a constant), agreed by
+/// every rank, quick.
+void run_speed() {
+  if (!agx::lossless_available(agx::Lossless::automatic)) return;
+  const double t0 = MPI_Wtime();
+  const double v = agx::compressor_bytes_per_s(MPI_COMM_WORLD, agx::Lossless::automatic);
+  const double took = MPI_Wtime() - t0;
+  expect(v > 1e6 && std::isfinite(v), "the compressor speed is measured: " + std::to_string(v));
+  double lo = 0, hi = 0;
+  MPI_Allreduce(&v, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&v, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  expect(lo == hi, "every rank uses the same compressor speed (" + std::to_string(lo) + " .. " +
+                       std::to_string(hi) + ")");
+  expect(took < 0.5, "the measurement is short: " + std::to_string(took) + " s");
+  const double again = agx::compressor_bytes_per_s(MPI_COMM_WORLD, agx::Lossless::automatic);
+  expect(again == v, "the speed is measured once per communicator");
+  if (const char* forced = std::getenv("AGX_COMPRESS_BYTES_PER_S"))
+    expect(v == std::strtod(forced, nullptr), "AGX_COMPRESS_BYTES_PER_S replaces the measurement");
+  if (rank == 0) std::printf("compressor speed: %.3g B/s\n", v);
 }
 
 int run_corrupt(int victim) {
@@ -268,9 +385,16 @@ int main(int argc, char** argv) {
   int victim = -1;
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--expect-corrupt" && i + 1 < argc) victim = std::atoi(argv[++i]);
+    else if (std::string(argv[i]) == "--auto-compress" && i + 1 < argc) auto_compress = argv[++i];
   if (victim >= 0) {
     run_corrupt(victim);
+  } else if (auto_compress != nullptr) {
+    run_speed();
+    run_bad_options();
   } else {
+    run_speed();
+    run_v<float>("float");
+    run_v<Vec3>("vec3");
     for (const auto& [o, name] : {std::pair{agx::Options{}, "auto"},
                                   std::pair{agx::Options{.algorithm = agx::Algorithm::ring}, "ring"},
                                   std::pair{agx::Options{.algorithm = agx::Algorithm::bruck}, "bruck"}}) {

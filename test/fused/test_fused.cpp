@@ -3,8 +3,10 @@
 // and layouts (out of place, in place, v with zeros and gaps, v in place, an empty one)
 // runs blocking, started + waited and started + polled; every member's receive buffer
 // is checked byte for byte (gaps and guards untouched) and the first member against the
-// MPI library's own MPI_Allgather. Members laid out back to back in one buffer must run
-// direct (no staging); bad members are rejected when added. --mismatch: see run_mismatch.
+// MPI library's own MPI_Allgather. Members in separate buffers run segmented (no staging
+// copy) on every point-to-point algorithm, staged only on the node paths and under
+// AGX_INTEGRITY; members laid out back to back in one buffer run direct; bad members are
+// rejected when added. --mismatch: see run_mismatch.
 
 #include <agx/agx.hpp>
 
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -130,6 +133,15 @@ agx::Group make_group(std::vector<Member>& m, const agx::Options& o) {
   return g;
 }
 
+/// How a group of members in separate buffers must run: segmented, except where a fused
+/// block must be one range (node paths, AGX_INTEGRITY's per-round checksums).
+agx::FusedWay expected_way(agx::Algorithm ran) {
+  const char* integrity = std::getenv("AGX_INTEGRITY");
+  const bool checks = integrity != nullptr && std::string(integrity) != "0";
+  const bool node = ran == agx::Algorithm::shared_memory || ran == agx::Algorithm::hierarchical;
+  return checks || node ? agx::FusedWay::staged : agx::FusedWay::segmented;
+}
+
 void run_algorithm(const agx::AlgorithmChoice& a, unsigned& salt) {
   const agx::Options o{.algorithm = a.id, .radix = a.radix};
   const std::string name = agx::to_string(a);
@@ -141,12 +153,17 @@ void run_algorithm(const agx::AlgorithmChoice& a, unsigned& salt) {
     try {
       if (mode == 0) {
         const agx::FusedResult r = g.run();
-        expect(!r.direct, name + ": members in separate buffers run staged");
+        expect(r.way == expected_way(r.algorithm),
+               name + ": members in separate buffers ran " + agx::to_string(r.way));
       } else {
         agx::FusedRequest req = g.start();
+        const agx::FusedWay way = req.way();
+        const agx::Algorithm ran = req.algorithm();
         if (mode == 1) req.wait();
         else while (!req.test()) {}
         expect(!req.active(), name + ": request done");
+        expect(way == expected_way(ran),
+               name + ": started members in separate buffers ran " + agx::to_string(way));
       }
     } catch (const agx::Error& e) {
       expect(false, name + " mode " + std::to_string(mode) + ": " + e.what());
@@ -192,7 +209,7 @@ void run_direct(unsigned salt) {
     if (form == 0) g.add_v_in_place(all, cb, db);
     else g.add_v(s.subspan(a * 4), all, cb, db);
     const agx::FusedResult r = g.run();
-    expect(r.direct, std::string("back-to-back members run direct, ") + (form == 0 ? "in place" : form == 1 ? "out of place" : "mixed"));
+    expect(r.way == agx::FusedWay::direct, std::string("back-to-back members run direct, ") + (form == 0 ? "in place" : form == 1 ? "out of place" : "mixed"));
     bool ok = true;
     for (int i = 0; i < nranks; ++i) {
       std::vector<std::byte> want(stride);

@@ -84,18 +84,10 @@ double measure(MPI_Comm comm, const Settings& s, Members& m, const std::function
   return all_ok ? median(samples) : -1;
 }
 
-}  // namespace
-
-int run_fused(MPI_Comm comm, const Settings& s) {
+int run_one_k(MPI_Comm comm, const Settings& s, int k, std::FILE* csv) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
-  const int k = s.fused;
-  std::FILE* csv = nullptr;
-  if (rank == 0 && !s.csv.empty()) {
-    csv = std::fopen(s.csv.c_str(), "w");
-    if (csv != nullptr) std::fprintf(csv, "# %s\nN,K,bytes,separate_s,fused_s,mpi_s,status\n", s.command_line.c_str());
-  }
   if (rank == 0)
     std::printf("# agx-bench --fused %d, N=%d: median seconds per K calls (slowest rank)\n"
                 "%10s %4s %12s %12s %12s %9s %9s %s\n",
@@ -104,7 +96,7 @@ int run_fused(MPI_Comm comm, const Settings& s) {
   for (const std::size_t bytes : s.sizes) {
     Members m(k, bytes, nranks, rank);
     agx::Algorithm ran = agx::Algorithm::automatic;
-    bool direct = false;
+    agx::FusedWay way = agx::FusedWay::direct;
     std::string error;
     double sep = -1, fus = -1, mpi = -1;
     try {
@@ -120,7 +112,7 @@ int run_fused(MPI_Comm comm, const Settings& s) {
       fus = measure(comm, s, m, [&] {
         const agx::FusedResult r = g.run();
         ran = r.algorithm;
-        direct = r.direct;
+        way = r.way;
       });
     } catch (const agx::Error& e) {
       error = e.what();
@@ -138,13 +130,32 @@ int run_fused(MPI_Comm comm, const Settings& s) {
     const std::string status = !error.empty() ? "error: " + error : wrong ? "WRONG" : "ok";
     std::printf("%10zu %4d %12.3e %12.3e %12.3e %9.2f %9.2f %s%s%s\n", bytes, k, sep, fus, mpi,
                 sep > 0 ? fus / sep : 0.0, mpi > 0 ? fus / mpi : 0.0,
-                std::string(agx::to_string(ran)).c_str(), direct ? " direct" : " staged",
+                std::string(agx::to_string(ran)).c_str(), (std::string(" ") + agx::to_string(way)).c_str(),
                 status == "ok" ? "" : ("  " + status).c_str());
     if (csv != nullptr)
-      std::fprintf(csv, "%d,%d,%zu,%.9e,%.9e,%.9e,%s\n", nranks, k, bytes, sep, fus, mpi, status.c_str());
+      std::fprintf(csv, "%d,%d,%zu,%.9e,%.9e,%.9e,%s,%s\n", nranks, k, bytes, sep, fus, mpi,
+                   agx::to_string(way), status.c_str());
   }
+  if (rank == 0 && bad > 0) std::fprintf(stderr, "agx-bench: K=%d: %d size(s) WRONG or failed\n", k, bad);
+  return bad;
+}
+
+}  // namespace
+
+
+int run_fused(MPI_Comm comm, const Settings& s) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  std::FILE* csv = nullptr;
+  if (rank == 0 && !s.csv.empty()) {
+    csv = std::fopen(s.csv.c_str(), "w");
+    if (csv != nullptr) std::fprintf(csv, "# %s\nN,K,bytes,separate_s,fused_s,mpi_s,way,status\n", s.command_line.c_str());
+  }
+  const std::vector<int> ks = s.fused_ks.empty() ? std::vector<int>{s.fused} : s.fused_ks;
+  int bad = 0;
+  for (const int k : ks) bad += run_one_k(comm, s, k, csv);
   if (csv != nullptr) std::fclose(csv);
-  if (rank == 0 && bad > 0) std::fprintf(stderr, "agx-bench: %d size(s) WRONG or failed\n", bad);
   return bad > 0 ? 1 : 0;
 }
 

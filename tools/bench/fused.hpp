@@ -1,5 +1,5 @@
 #pragma once
-// agx-bench --fused K (docs/fused.md): per size of the sweep, K all-gathers of that many
+// agx-bench --fused K,K,... (docs/fused.md): per K and size of the sweep, K all-gathers of that many
 // bytes per rank each, run three ways side by side: K separate agx calls, one agx::Group
 // of the K calls, and K calls of the MPI library's own PMPI_Allgather. Each way is
 // verified against the analytic pattern first, then timed like the sweep (passes x

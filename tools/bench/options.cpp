@@ -60,8 +60,14 @@ Output:
   --progress / --no-progress   progress line (default: on stderr when it is a terminal,
                      else on stdout when that is one; --progress forces stderr)
 Fused mode (tools/bench/fused.cpp, docs/fused.md):
-  --fused K          instead of the sweep: per size, K separate agx calls, one agx::Group
-                     of K members, and K MPI_Allgather calls (e.g. --sizes 64,1K,64K)
+  --fused K,K,...    instead of the sweep: per K and size, K separate agx calls, one
+                     agx::Group of K members, and K MPI_Allgather calls (e.g. --fused
+                     4,16,64 --sizes 64,256,1K,4K,16K,64K); one table per K
+Encoded mode (tools/bench/encoded.cpp, docs/fused.md):
+  --encoded          instead of the sweep: per data kind and size, the plain agx call,
+                     the encoded all-gather (sparse, lz4, zstd, automatic) and
+                     MPI_Allgather, with bytes on the wire and the compressor's speed
+  --data D,D,...     low_entropy, weights, sparse, random (default all)
 Self-test:
   --corrupt NAME     flip one received byte after every call of candidate NAME, to
                      show that a wrong result is reported as WRONG (exit status 1)
@@ -241,8 +247,17 @@ Settings parse(int argc, char** argv, int rank) {
   });
   value("--corrupt", [&](Text v) { s.corrupt = v; });
   value("--fused", [&](Text v) {
-    s.fused = number<int>("--fused", v);
-    if (s.fused < 1) bad_value("--fused", "must be at least 1, not '" + v + "'");
+    s.fused_ks = agx_tools::numbers<int>("--fused", v);
+    for (const int k : s.fused_ks)
+      if (k < 1) bad_value("--fused", "every K must be at least 1, not '" + v + "'");
+    s.fused = s.fused_ks.empty() ? 0 : s.fused_ks.front();
+  });
+  flag("--encoded", [&] { s.encoded = true; });
+  value("--data", [&](Text v) {
+    s.data = split(v);
+    for (const auto& d : s.data)
+      if (d != "low_entropy" && d != "weights" && d != "sparse" && d != "random")
+        bad_value("--data", "takes low_entropy, weights, sparse or random, not '" + d + "'");
   });
   flag("--progress", [&] { s.progress = 1; });
   flag("--no-progress", [&] { s.progress = 0; });

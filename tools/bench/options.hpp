@@ -49,7 +49,10 @@ struct Settings {
   std::string memory = "host";      ///< host only (device buffers: agx-gpu-bench, test/cuda)
   std::string command_line;
   std::string corrupt;              ///< self-test: this candidate's result gets one flipped byte
-  int fused = 0;                    ///< --fused K: the fused mode (tools/bench/fused.hpp)
+  int fused = 0;                    ///< --fused K: the fused mode (tools/bench/fused.hpp); the first K
+  std::vector<int> fused_ks;        ///< --fused K,K,...: every K, one table each
+  bool encoded = false;             ///< --encoded: the encoded mode (tools/bench/encoded.hpp)
+  std::vector<std::string> data{"low_entropy", "weights", "sparse", "random"};  ///< --data
 };
 
 /// Thrown by parse() for --help (code 0) and for bad arguments (code 2, message printed).

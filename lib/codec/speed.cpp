@@ -1,0 +1,131 @@
+// The compressor speed of the automatic compression rule (docs/fused.md), measured
+// instead of assumed: once per process and packer, lazily, the packer compresses a
+// 64 KiB sample of fp32 weights with few distinct exponents (what ML all-gathers move)
+// for about a millisecond; the speed is the sample's bytes over the best repetition.
+// A communicator's ranks then agree on the slowest rank's speed (one MPI_Allreduce on
+// agx's private communicator, cached as an attribute of the user's), so that the rule
+// chooses the same on every rank. AGX_COMPRESS_BYTES_PER_S replaces the measurement.
+
+#include <agx/error.hpp>
+
+#include "codec/codec.hpp"
+#include "core/comm_context.hpp"
+#include "core/mpi_check.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace agx::codec {
+
+namespace {
+
+constexpr std::size_t sample_bytes = 64 * 1024;
+
+std::vector<std::byte> weight_sample() {
+  std::vector<float> v(sample_bytes / sizeof(float));
+  std::uint32_t x = 12345;
+  for (float& f : v) {
+    x = x * 1664525u + 1013904223u;
+    const int e = static_cast<int>((x >> 28) & 3u) - 3;  // 2^-3 .. 2^0
+    const float m = 1.0f + static_cast<float>((x >> 8) & 0xffu) / 256.0f;
+    f = ((x & 1u) ? -m : m) * static_cast<float>(1.0 / (1 << -e));
+  }
+  std::vector<std::byte> b(sample_bytes);
+  std::memcpy(b.data(), v.data(), sample_bytes);
+  return b;
+}
+
+double measure(Packer p) {
+  const std::vector<std::byte> sample = weight_sample();
+  std::vector<std::byte> out;
+  using clock = std::chrono::steady_clock;
+  const auto begin = clock::now();
+  double best = 0;
+  for (int rep = 0; rep < 64; ++rep) {
+    const auto t0 = clock::now();
+    pack(p, sample.data(), sample.size(), out);
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (s > 0 && (best == 0 || s < best)) best = s;
+    if (rep >= 2 && clock::now() - begin > std::chrono::milliseconds(1)) break;
+  }
+  return best > 0 ? static_cast<double>(sample_bytes) / best : 0.0;
+}
+
+int speed_keyval() {
+  static int keyval = MPI_KEYVAL_INVALID;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto del = [](MPI_Comm, int, void* attr, void*) -> int {
+      delete static_cast<std::array<double, 3>*>(attr);
+      return MPI_SUCCESS;
+    };
+    check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, del, &keyval, nullptr),
+              "MPI_Comm_create_keyval");
+  });
+  return keyval;
+}
+
+}  // namespace
+
+double local_pack_speed(Packer p) {
+  if (!packer_available(p) || p == Packer::none) return 0;
+  static std::array<double, 3> speeds{};
+  static std::array<std::once_flag, 3> once;
+  const auto i = static_cast<std::size_t>(p);
+  std::call_once(once[i], [&] { speeds[i] = measure(p); });
+  return speeds[i];
+}
+
+double agreed_pack_speed(MPI_Comm comm, Packer p) {
+  if (const char* s = std::getenv("AGX_COMPRESS_BYTES_PER_S"); s != nullptr && *s != '\0') {
+    char* end = nullptr;
+    const double v = std::strtod(s, &end);
+    if (end == s || *end != '\0' || !(v > 0))
+      throw Error(MPI_ERR_ARG, std::string("agx: AGX_COMPRESS_BYTES_PER_S='") + s +
+                                   "' is not a positive number");
+    return v;
+  }
+  if (!packer_available(p) || p == Packer::none) return 0;
+  const int key = speed_keyval();
+  void* attr = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm, key, &attr, &found), "MPI_Comm_get_attr");
+  auto* cached = static_cast<std::array<double, 3>*>(found ? attr : nullptr);
+  const auto i = static_cast<std::size_t>(p);
+  if (cached != nullptr && (*cached)[i] > 0) return (*cached)[i];
+  // Collective: every rank of a call asks for the same packer at the same call.
+  double mine = local_pack_speed(p), slowest = 0;
+  check_mpi(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MIN, CommContext::of(comm).comm()),
+            "MPI_Allreduce");
+  if (cached == nullptr) {
+    cached = new std::array<double, 3>{};
+    const int rc = MPI_Comm_set_attr(comm, key, cached);
+    if (rc != MPI_SUCCESS) delete cached;
+    check_mpi(rc, "MPI_Comm_set_attr");
+  }
+  (*cached)[i] = slowest;
+  return slowest;
+}
+
+}  // namespace agx::codec
+
+namespace agx {
+
+double compressor_bytes_per_s(MPI_Comm comm, Lossless l) {
+  using codec::Packer;
+  const Packer p = l == Lossless::lz4    ? Packer::lz4
+                   : l == Lossless::zstd ? Packer::zstd
+                   : l == Lossless::automatic
+                       ? (codec::packer_available(Packer::lz4) ? Packer::lz4 : Packer::zstd)
+                       : Packer::none;
+  if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
+  return codec::agreed_pack_speed(comm, p);
+}
+
+}  // namespace agx
