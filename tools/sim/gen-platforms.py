@@ -28,6 +28,11 @@ LINK_LAT = 0.3e-6
 NIC_BW = 50e9            # bytes/s per NIC (one per rank)
 NVLINK_BW, NVLINK_LAT = 450e9, 0.7e-6
 OS = OR = 0.5e-6         # per message, sender and receiver (run-grid passes them to SMPI)
+# Node operations of shared_memory/hierarchical (agx-sim --node-copy; tools/sim/sim_node.hpp):
+# a put or get copies at the intra-node rate, the rate an intra-node message gets, so that
+# the node path and point-to-point inside a node differ in synchronization only; a flag
+# hand-off costs the cost model's built-in node sync.
+NODE_COPY_S_PER_BYTE, NODE_SYNC_S = 1 / NVLINK_BW, 0.2e-6
 
 
 def fat_tree(hosts):
@@ -85,6 +90,8 @@ def main():
                     # agx-sim --cost: node alpha, beta, overhead; network alpha, beta, overhead
                     "cost": [NVLINK_LAT + OS + OR, 1 / NVLINK_BW, OS,
                              hops * LINK_LAT + OS + OR, 1 / bw, OS],
+                    # agx-sim --node-copy: copy seconds per byte, flag sync seconds
+                    "node_copy": [NODE_COPY_S_PER_BYTE, NODE_SYNC_S],
                     # agx-sim --groups: hosts per group, seconds per byte of the one link
                     # between two groups (0,0: no group level, the fat tree's full bisection)
                     "groups": ([dragonfly_groups(topo_params)[1], 1 / bw] if name == "dragonfly"
