@@ -24,7 +24,9 @@
 // --node-copy C,S: the cost model's copy seconds per byte and node sync seconds (default
 // the built-in ones); --groups H,β: the group term (nodes in groups of H consecutive
 // nodes, β per byte on the one link between two groups, as on the dragonfly platforms);
-// --leaders L: leaders per node of `hierarchical` (AGX_HIER_LEADERS; default 1).
+// --group-alpha S: the network α of a message inside a group (--groups; H,0 gives groups
+// for this α alone, as the fat tree's leaves); --leaders L: leaders per node of
+// `hierarchical` (AGX_HIER_LEADERS; default 1).
 // --unsimulated A,B: when `auto` or a baseline picks one of these, its row names the pick
 // and the prediction but is not simulated (sim_s nan, check `unsimulated`): direct at 1024
 // ranks puts 10^6 messages in flight at once, for many minutes of wall time.
@@ -158,6 +160,7 @@ std::string parse(int argc, char** argv, Args& a) {
     a.cost.copy_s_per_byte = x[0];
     a.cost.node_sync_s = x[1];
   });
+  value("--group-alpha", [&](Text v) { a.cost.group_alpha_s = number<double>("--group-alpha", v); });
   value("--leaders", [&](Text v) {
     a.leaders = number<int>("--leaders", v);
     if (a.leaders < 1) throw CLI::ValidationError("--leaders", "must be at least 1, not '" + v + "'");

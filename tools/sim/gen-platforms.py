@@ -88,14 +88,22 @@ def main():
                     "topo_parameters": topo_params, "host_link_Bps": bw,
                     "link_lat_s": LINK_LAT, "max_hops": hops,
                     # agx-sim --cost: node alpha, beta, overhead; network alpha, beta, overhead
-                    "cost": [NVLINK_LAT + OS + OR, 1 / NVLINK_BW, OS,
-                             hops * LINK_LAT + OS + OR, 1 / bw, OS],
+                    # A round's α is the wires plus the sender's overhead: SMPI charges the
+                    # receiver's (smpi/or) while it waits for the data, so it overlaps the
+                    # wire (recursive doubling, 64 ranks, 8 B, fat tree: 8.42 us simulated
+                    # = 3 rounds of 2 hops + 3 of 4 hops at 0.3 us, plus 0.5 us each)
+                    "cost": [NVLINK_LAT + OS, 1 / NVLINK_BW, OS,
+                             hops * LINK_LAT + OS, 1 / bw, OS],
                     # agx-sim --node-copy: copy seconds per byte, flag sync seconds
                     "node_copy": [NODE_COPY_S_PER_BYTE, NODE_SYNC_S],
                     # agx-sim --groups: hosts per group, seconds per byte of the one link
                     # between two groups (0,0: no group level, the fat tree's full bisection)
+                    # (the fat tree: its leaves, for the α of group_alpha alone: full bisection)
                     "groups": ([dragonfly_groups(topo_params)[1], 1 / bw] if name == "dragonfly"
-                               else [0, 0]),
+                               else [int(topo_params.split(";")[1].split(",")[0]), 0]),
+                    # agx-sim --group-alpha: network α inside a group, the longest path
+                    # there (dragonfly: node, router, router, node; fat tree: one leaf)
+                    "group_alpha": (3 if name == "dragonfly" else 2) * LINK_LAT + OS,
                 }
     with open(os.path.join(OUT, "params.json"), "w") as f:
         json.dump(params, f, indent=1, sort_keys=True)

@@ -92,6 +92,7 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
             "--label", pid, "--cost", ",".join(repr(c) for c in p["cost"]),
             "--groups", ",".join(repr(g) for g in p["groups"]),
             "--node-copy", ",".join(repr(c) for c in p["node_copy"]),
+            "--group-alpha", repr(p["group_alpha"]),
             "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)] +
            # smpirun drops empty arguments: no --selector-sizes when no selector runs
            (["--selector-sizes", ",".join(map(str, selector_sizes))] if selector_sizes else []) +
