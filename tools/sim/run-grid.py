@@ -48,7 +48,8 @@ COLL_SELECTOR = "ompi"  # the run's other collectives (barrier, reduce, bcast, a
 # rule and Open MPI 5's HAN composition, each run with agx's planners; a baseline whose pick
 # already ran at that size reuses that run.
 BASELINES = ["ompi41", "mpich", "han"]
-AGX = ["direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck", "distance_halving"]
+AGX = ["direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck", "distance_halving",
+       "locality_bruck"]
 LOG_DEPTH = ["recursive_doubling", "bruck", "distance_halving"]
 KiB, MiB = 1024, 1024 * 1024
 ALL_SIZES = [8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB]
