@@ -1,4 +1,5 @@
-// agx-sim: runs agx's schedules with agx's own executor under SimGrid SMPI (or any MPI).
+// agx-sim: runs agx's schedules with agx's own executor under SimGrid SMPI (built with smpicxx;
+// the node operations of shared_memory and hierarchical need SMPI's shared address space).
 //
 //   smpirun ... agx-sim --ppn 8 --sizes 8,65536 --algos ring,bruck,auto,mpi,smpi:mpich
 //                       [--selector-sizes 8]
