@@ -22,6 +22,7 @@ enum class Algorithm : int {
   hierarchical,        ///< node stage in shared memory + node aggregates between nodes
   shared_memory,       ///< all ranks on one node: shared segment or single copy
   distance_halving,    ///< recursive doubling, largest distance first (Sparbit's idea)
+  locality_bruck,      ///< Bruck over groups of k ranks, most rounds inside a group
 };
 
 /// An algorithm with its parameters, as AGX_ALGO writes it: "bruck:k=4".

@@ -42,6 +42,7 @@ namespace {
 
 struct Load {  // one rank, one round, one level
   std::size_t msgs_out = 0, msgs_in = 0, bytes_out = 0, bytes_in = 0;
+  bool far = false;  // network level: a message leaves the group (or no groups are known)
 };
 
 std::size_t transfer_bytes(const Transfer& t, const Layout& layout) {
@@ -61,6 +62,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
                      bool in_place) {
   const int n = layout.nranks();
   const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0;
+  const bool near_alpha = placement.has_groups() && params.group_alpha_s > 0;
   std::size_t nrounds = 0;
   for (const Schedule& s : plans) nrounds = std::max(nrounds, s.rounds.size());
   const std::array<LevelCost, 2> cost{params.node, params.network};
@@ -77,8 +79,12 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       if (k >= plans[i].rounds.size()) continue;
       const int r = ranks[i];
       const Round& round = plans[i].rounds[k];
+      const auto mark_far = [&](Load& l, int peer) {
+        l.far = l.far || !near_alpha || placement.group_of(r) != placement.group_of(peer);
+      };
       for (const Transfer& t : round.sends) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        mark_far(l, t.peer);
         const std::size_t bytes = transfer_bytes(t, layout);
         ++l.msgs_out;
         l.bytes_out += bytes;
@@ -87,6 +93,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       }
       for (const Transfer& t : round.recvs) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        mark_far(l, t.peer);
         ++l.msgs_in;
         l.bytes_in += transfer_bytes(t, layout);
       }
@@ -106,7 +113,8 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         if (lv == 1) bytes = std::max(bytes, nic_bytes[placement.node_of(ranks[i])]);
         const std::size_t msgs = std::max(l.msgs_out, l.msgs_in);
         if (msgs == 0) continue;
-        const double t = cost[lv].alpha_s + cost[lv].overhead_s * static_cast<double>(msgs - 1) +
+        const double alpha = lv == 1 && !l.far ? params.group_alpha_s : cost[lv].alpha_s;
+        const double t = alpha + cost[lv].overhead_s * static_cast<double>(msgs - 1) +
                          cost[lv].beta_s_per_byte * static_cast<double>(bytes);
         rank_time = std::max(rank_time, t);
       }

@@ -21,7 +21,9 @@
 // ranks of group a send to group b share that link:
 //          round ≥ α_network + β_group · max over (a, b) of bytes(a → b)
 // Off unless the caller knows the groups (Placement::with_groups and β_group > 0);
-// libagx does not detect them, the simulator passes its platform's.
+// libagx does not detect them, the simulator passes its platform's. With groups and
+// CostParams::group_alpha_s, a network message inside a group has that α instead of the
+// network's (the longest path's), and a rank's network round the largest α of its messages.
 
 #include <agx/bytes.hpp>
 
@@ -55,6 +57,11 @@ struct CostParams {
   double node_sync_s = 0.2e-6;
   /// Per byte on the one link between two groups of nodes; 0: no group level.
   double group_link_s_per_byte = 0;
+  /// α of a network message between two nodes of the same group (fewer hops than the
+  /// longest path that network.alpha_s stands for); 0: network.alpha_s. Needs groups in
+  /// the placement (Placement::with_groups); a network round then costs the largest α of
+  /// its messages. Set by the simulator from its platform (the tuning file does not yet).
+  double group_alpha_s = 0;
 };
 
 /// Which node each rank is on; messages between nodes cross the network.

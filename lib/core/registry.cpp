@@ -18,10 +18,12 @@ const Planner& neighbor_exchange_planner();
 const Planner& recursive_doubling_planner();
 const Planner& bruck_planner();
 const Planner& distance_halving_planner();
+const Planner& locality_bruck_planner();
 
 namespace {
 
 constexpr int bruck_radices[] = {2, 4, 8};
+constexpr int group_sizes[] = {4, 8, 16};
 
 // clang-format off
 constexpr RegistryEntry entries[] = {
@@ -43,6 +45,8 @@ constexpr RegistryEntry entries[] = {
    nullptr, "lib/hier/node_planner.cpp", "2: put the own block, get the others", "no message: M into the segment, (N−1)·M out of it"},
   {{Algorithm::distance_halving, "distance_halving", "recursive doubling with partner rank XOR N/2^(k+1): the heavy rounds go to the nearest (same-node) ranks", "", "none", 0, {}, true},
    &distance_halving_planner, "lib/rd/distance_halving.cpp", "log₂N (power of two); ⌊log₂N⌋ + 2", "(N−1)·M (+ (N−1)·M on the last hop when folded)"},
+  {{Algorithm::locality_bruck, "locality_bruck", "locality-aware Bruck: groups of k consecutive ranks, most rounds inside a group, one message per rank per step between groups (radix k+1 over groups)", "k: group size, 2 or more (default 8; k must divide N, else Bruck k=2)", "none", 8, group_sizes, true},
+   &locality_bruck_planner, "lib/rd/locality_bruck.cpp", "1 + 2·⌈log_(k+1)(N/k)⌉", "(N−1)·M; between groups at most one message per step"},
 };
 // clang-format on
 

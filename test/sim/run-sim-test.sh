@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SMPI check: builds agx-sim with smpicxx (tools/sim/build.sh) and runs every agx
-# algorithm, the point-to-point hierarchical form, auto and SMPI's MPI_Allgather on a
-# tiny simulated cluster (4 nodes x 4 ranks, and 12 ranks for the folding paths), two
+# algorithm (bruck also at k=4, locality_bruck at k=4), lib's hierarchical planner on the simulator's node model,
+# auto (lib's selector), the fair baselines (ompi41, mpich, han) and SMPI's MPI_Allgather
+# on a tiny simulated cluster (4 nodes x 4 ranks, and 12 ranks for the folding paths), two
 # sizes, every result checked inside the driver (--check); the 16-rank run also places the
 # nodes in groups of 2 for the cost model. Then bad arguments (--sizes 8,x, a short
 # --cost, ...) must be refused with a message and exit status 2. Skips (77) without smpicxx.
@@ -26,7 +27,7 @@ cat > "$work/platform.xml" <<'XML'
 </platform>
 XML
 for h in 0 1 2 3; do printf 'node-%s\n' "$h" "$h" "$h" "$h"; done > "$work/hosts"
-algos="direct,ring,neighbor_exchange,recursive_doubling,bruck,distance_halving,hierarchical,auto,mpi"
+algos="direct,ring,neighbor_exchange,recursive_doubling,bruck,bruck:k=4,distance_halving,locality_bruck:k=4,hierarchical,auto,ompi41,mpich,han,mpi"
 for np in 16 12; do
   groups=()  # 16 ranks: also the cost model's group term (2 nodes per group) for auto
   [ "$np" -eq 16 ] && groups=(--groups 2,2e-11)

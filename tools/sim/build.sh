@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Builds agx-sim, agx's executor and planners against SimGrid SMPI (smpicxx), from the
-# same sources as libagx: lib/core's schedule, planner, message, executor (with its
-# timeout and integrity checks and CRC32C), validator, cost model and config, lib/ring,
-# lib/rd, lib/direct, plus tools/sim (driver and the
-# point-to-point form of the hierarchical algorithm). lib/hier (shared memory, hwloc),
-# lib/pmpi and lib/core's selection/communicator files are not compiled here.
+# same sources as libagx: lib/core's schedule, planner, registry, message, executor (with
+# its timeout and integrity checks and CRC32C), validator, cost model, config, tuning and
+# selector (select.cpp), lib/ring, lib/rd, lib/direct, lib/hier/node_planner.cpp (the
+# shared_memory and hierarchical planners), plus tools/sim (driver, the simulator's node
+# model, its progress model and the fair baselines). The rest of lib/hier (shared memory,
+# hwloc), lib/pmpi and lib/core's communicator files are not compiled: select.cpp also
+# holds the communicator's entry points, which build lib/hier's context; the simulator
+# never calls them, and the linker drops them (-ffunction-sections, --gc-sections), so
+# their references to lib/hier and CommContext are never resolved.
 #
 #   tools/sim/build.sh [OUTDIR]      # default build-sim/; prints the binary's path
 # Exit status 77 when smpicxx is missing (apt-get install libsimgrid-dev simgrid).
@@ -19,9 +23,11 @@ mkdir -p "$out/obj"
 sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/core/message.cpp lib/core/executor.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
+         lib/core/tuning.cpp lib/core/select.cpp
          lib/direct/*.cpp lib/ring/*.cpp lib/rd/*.cpp lib/hier/node_planner.cpp
-         tools/sim/hier_p2p.cpp tools/sim/driver.cpp)
-flags=(-std=c++20 -O2 -Wall -Wextra -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")
+         tools/sim/baselines.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
+flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections
+       -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")
 objs=()
 pids=()
 for s in "${sources[@]}"; do
@@ -29,14 +35,25 @@ for s in "${sources[@]}"; do
     o="$out/obj/$(echo "${f#"$root"/}" | tr / _).o"
     objs+=("$o")
     # Rebuild only what changed (sources or the headers they may include).
-    if [ ! -f "$o" ] || [ -n "$(find "$f" "$root/lib/core" "$root/lib/hier/wait.hpp" "$root/include/agx" "$root/tools/sim" "$root/tools/cli_values.hpp" \
+    if [ ! -f "$o" ] || [ -n "$(find "$f" "$root/lib/core" "$root/lib/hier" "$root/include/agx" "$root/tools/sim" "$root/tools/cli_values.hpp" \
                                    -newer "$o" -name '*.[hc]pp' -print -quit)" ]; then
-      smpicxx "${flags[@]}" -c "$f" -o "$o" &
+      extra=()
+      # select.cpp's communicator entry points stay local to agx-sim (hidden), so that the
+      # linker can drop them (agx-sim is a shared object that smpirun loads).
+      [ "$s" = lib/core/select.cpp ] && extra=(-fvisibility=hidden)
+      smpicxx "${flags[@]}" "${extra[@]}" -c "$f" -o "$o" &
       pids+=($!)
       if [ ${#pids[@]} -ge "${AGX_SIM_JOBS:-2}" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
     fi
   done
 done
 for p in "${pids[@]}"; do wait "$p"; done
-smpicxx "${objs[@]}" -o "$out/agx-sim"
+# Not one agx symbol may be left undefined (smpicxx links with -z defs; this says which).
+smpicxx "${objs[@]}" -Wl,--gc-sections -Wl,-Bsymbolic-functions -o "$out/agx-sim"
+if nm -C -u "$out/agx-sim" | grep -q 'agx::'; then
+  echo "tools/sim/build.sh: agx-sim needs symbols the simulator does not build:" >&2
+  nm -C -u "$out/agx-sim" | grep 'agx::' >&2
+  rm -f "$out/agx-sim"
+  exit 1
+fi
 echo "$out/agx-sim"

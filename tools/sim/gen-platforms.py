@@ -28,6 +28,11 @@ LINK_LAT = 0.3e-6
 NIC_BW = 50e9            # bytes/s per NIC (one per rank)
 NVLINK_BW, NVLINK_LAT = 450e9, 0.7e-6
 OS = OR = 0.5e-6         # per message, sender and receiver (run-grid passes them to SMPI)
+# Node operations of shared_memory/hierarchical (agx-sim --node-copy; tools/sim/sim_node.hpp):
+# a put or get copies at the intra-node rate, the rate an intra-node message gets, so that
+# the node path and point-to-point inside a node differ in synchronization only; a flag
+# hand-off costs the cost model's built-in node sync.
+NODE_COPY_S_PER_BYTE, NODE_SYNC_S = 1 / NVLINK_BW, 0.2e-6
 
 
 def fat_tree(hosts):
@@ -83,12 +88,22 @@ def main():
                     "topo_parameters": topo_params, "host_link_Bps": bw,
                     "link_lat_s": LINK_LAT, "max_hops": hops,
                     # agx-sim --cost: node alpha, beta, overhead; network alpha, beta, overhead
-                    "cost": [NVLINK_LAT + OS + OR, 1 / NVLINK_BW, OS,
-                             hops * LINK_LAT + OS + OR, 1 / bw, OS],
+                    # A round's α is the wires plus the sender's overhead: SMPI charges the
+                    # receiver's (smpi/or) while it waits for the data, so it overlaps the
+                    # wire (recursive doubling, 64 ranks, 8 B, fat tree: 8.42 us simulated
+                    # = 3 rounds of 2 hops + 3 of 4 hops at 0.3 us, plus 0.5 us each)
+                    "cost": [NVLINK_LAT + OS, 1 / NVLINK_BW, OS,
+                             hops * LINK_LAT + OS, 1 / bw, OS],
+                    # agx-sim --node-copy: copy seconds per byte, flag sync seconds
+                    "node_copy": [NODE_COPY_S_PER_BYTE, NODE_SYNC_S],
                     # agx-sim --groups: hosts per group, seconds per byte of the one link
                     # between two groups (0,0: no group level, the fat tree's full bisection)
+                    # (the fat tree: its leaves, for the α of group_alpha alone: full bisection)
                     "groups": ([dragonfly_groups(topo_params)[1], 1 / bw] if name == "dragonfly"
-                               else [0, 0]),
+                               else [int(topo_params.split(";")[1].split(",")[0]), 0]),
+                    # agx-sim --group-alpha: network α inside a group, the longest path
+                    # there (dragonfly: node, router, router, node; fat tree: one leaf)
+                    "group_alpha": (3 if name == "dragonfly" else 2) * LINK_LAT + OS,
                 }
     with open(os.path.join(OUT, "params.json"), "w") as f:
         json.dump(params, f, indent=1, sort_keys=True)

@@ -44,7 +44,12 @@ SELECTORS = ["ompi", "mpich", "mvapich2"]
 COLL_SELECTOR = "ompi"  # the run's other collectives (barrier, reduce, bcast, and those
                         # SMPI's all-gathers call inside); the three selectors are called
                         # directly by the driver (smpi:<selector>), all in one simulation
-AGX = ["direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck", "distance_halving"]
+# The fair baselines (tools/sim/baselines.hpp): Open MPI 4.1's fixed rule, MPICH's default
+# rule and Open MPI 5's HAN composition, each run with agx's planners; a baseline whose pick
+# already ran at that size reuses that run.
+BASELINES = ["ompi41", "mpich", "han"]
+AGX = ["direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck", "distance_halving",
+       "locality_bruck"]
 LOG_DEPTH = ["recursive_doubling", "bruck", "distance_halving"]
 KiB, MiB = 1024, 1024 * 1024
 ALL_SIZES = [8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB]
@@ -87,6 +92,8 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
            [f"--cfg=smpi/coll-selector:{COLL_SELECTOR}", binary, "--ppn", str(p["ppn"]),
             "--label", pid, "--cost", ",".join(repr(c) for c in p["cost"]),
             "--groups", ",".join(repr(g) for g in p["groups"]),
+            "--node-copy", ",".join(repr(c) for c in p["node_copy"]),
+            "--group-alpha", repr(p["group_alpha"]),
             "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)] +
            # smpirun drops empty arguments: no --selector-sizes when no selector runs
            (["--selector-sizes", ",".join(map(str, selector_sizes))] if selector_sizes else []) +
@@ -172,7 +179,7 @@ def main():
         algos = g["algos"] + extra_algos(pid)
         if p["ppn"] > 1:
             algos = algos + ["hierarchical"]
-        algos = algos + ["auto"]
+        algos = algos + ["auto"] + BASELINES
         selectors = {} if args.no_selectors else dict(g["selectors"])
         if only_algos is not None:
             algos = [a for a in algos if a in only_algos]
