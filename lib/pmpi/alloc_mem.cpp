@@ -51,8 +51,9 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
 
 int MPI_Free_mem(void* base) { return agx::pmpi::free_mem(base); }
 
-// Fortran (mpif.h, `use mpi`): BASEPTR is an INTEGER(KIND=MPI_ADDRESS_KIND) that
-// receives the address; MPI_FREE_MEM gets the memory itself (a Cray pointee).
+// Fortran (mpif.h, `use mpi`): BASEPTR is an INTEGER(KIND=MPI_ADDRESS_KIND) or a
+// TYPE(C_PTR) (Open MPI's _cptr names) that receives the address; MPI_FREE_MEM gets the
+// memory itself. Open MPI's own Fortran forms call PMPI_Alloc_mem, so they are replaced.
 #define AGX_ALLOC_MEM_F(name)                                                          \
   void name(MPI_Aint* size, MPI_Fint* info, MPI_Aint* baseptr, MPI_Fint* ierr) {       \
     void* p = nullptr;                                                                  \
@@ -66,6 +67,10 @@ AGX_ALLOC_MEM_F(mpi_alloc_mem)
 AGX_ALLOC_MEM_F(mpi_alloc_mem_)
 AGX_ALLOC_MEM_F(mpi_alloc_mem__)
 AGX_ALLOC_MEM_F(MPI_ALLOC_MEM)
+AGX_ALLOC_MEM_F(mpi_alloc_mem_cptr)  // `use mpi` with a TYPE(C_PTR) BASEPTR: the same ABI
+AGX_ALLOC_MEM_F(mpi_alloc_mem_cptr_)
+AGX_ALLOC_MEM_F(mpi_alloc_mem_cptr__)
+AGX_ALLOC_MEM_F(MPI_ALLOC_MEM_CPTR)
 AGX_FREE_MEM_F(mpi_free_mem)
 AGX_FREE_MEM_F(mpi_free_mem_)
 AGX_FREE_MEM_F(mpi_free_mem__)
