@@ -145,7 +145,8 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout) 
             " and " + std::to_string(layout.bytes(members[static_cast<std::size_t>(j)]));
     }
   }
-  std::vector<std::byte*> bases(static_cast<std::size_t>(n), nullptr);
+  thread_local std::vector<std::byte*> bases;
+  bases.assign(static_cast<std::size_t>(n), nullptr);
   for (int k = 1; k < n && status == written; ++k) {
     const int j = (t.local + k) % n;
     bases[static_cast<std::size_t>(j)] = map_peer_region(all[static_cast<std::size_t>(j)].region, why);
