@@ -55,9 +55,11 @@ struct Descriptor {
   std::uint64_t total = 0;   ///< the layout's bytes
   std::uint64_t own = 0;     ///< this rank's block
 };
-static_assert(std::is_trivially_copyable_v<Descriptor> && sizeof(Descriptor) <= InlineBlock::capacity);
+static_assert(std::is_trivially_copyable_v<Descriptor> &&
+              sizeof(Descriptor) <= InlineBlock::capacity);
 
-enum Status : std::uint64_t { written = 0, cannot_map = 1, counts_differ = 2 };
+// Round 2's statuses; every rank acts on the largest.
+constexpr std::uint64_t written = 0, cannot_map = 1, counts_differ = 2;
 
 // Every local rank publishes `mine` in its flag line for call `gen` and reads everyone's
 // (all[local rank]); the discipline of inline_exchange (node_stage.cpp).
@@ -77,14 +79,15 @@ void exchange(HierContext& h, std::uint64_t gen, const T& mine, std::vector<T>& 
     const int j = (t.local + k) % n;
     const InlineBlock& b = h.slot(j).inline_data[gen & 1];
     std::uint64_t seen = 0;
-    wait_advancing(h, [&] { return ((seen = b.seq.load(std::memory_order_acquire)) >> bits) >= gen; },
-                   [&](double seconds) {
-                     h.stalled(stage,
-                               "the flag line of " + h.local_name(j) + " to reach call " +
-                                   std::to_string(gen) + " (it reads call " +
-                                   std::to_string(seen >> bits) + ")",
-                               seconds);
-                   });
+    wait_advancing(
+        h, [&] { return ((seen = b.seq.load(std::memory_order_acquire)) >> bits) >= gen; },
+        [&](double seconds) {
+          h.stalled(stage,
+                    "the flag line of " + h.local_name(j) + " to reach call " +
+                        std::to_string(gen) + " (it reads call " + std::to_string(seen >> bits) +
+                        ")",
+                    seconds);
+        });
     if ((seen & ((1u << bits) - 1)) != sizeof(T))  // the peer runs another path of this call
       throw Error(MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: " + h.local_name(j) +
                                         " took another shared-memory path for call " +

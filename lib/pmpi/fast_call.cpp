@@ -58,9 +58,11 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     const double t0 = timed ? PMPI_Wtime() : 0.0;
     const Buffers buffers{in_place ? nullptr : sendbuf, recvbuf, in_place};
     const Layout layout = Layout::uniform(s.nranks, s.block);
-    const bool direct = !settings().algo_set && hier::direct_write_auto(*s.ctx, Options{}, buffers, layout);
+    const bool direct =  // receive buffers in shared regions (hier/direct_write.hpp)
+        !settings().algo_set && hier::direct_write_auto(*s.ctx, Options{}, buffers, layout);
     if (!direct) run_selected(*s.ctx, s.algorithm, buffers, layout);
-    record_call(direct ? Algorithm::shared_memory : s.algorithm.id, total, timed ? PMPI_Wtime() - t0 : 0.0);
+    record_call(direct ? Algorithm::shared_memory : s.algorithm.id, total,
+                timed ? PMPI_Wtime() - t0 : 0.0);
     return MPI_SUCCESS;
   });
   return true;
