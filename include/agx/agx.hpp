@@ -3,6 +3,7 @@
 
 #include <agx/algorithm.hpp>
 #include <agx/allgather.hpp>
+#include <agx/allocate.hpp>
 #include <agx/bytes.hpp>
 #include <agx/encoded.hpp>
 #include <agx/error.hpp>

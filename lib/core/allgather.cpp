@@ -14,6 +14,7 @@
 #include "core/nonblocking.hpp"
 #include "core/select.hpp"
 #include "cuda/device_path.hpp"
+#include "hier/direct_write.hpp"
 #include "hier/hier.hpp"
 
 #include <sched.h>
@@ -25,6 +26,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
                           const Options& options) {
   check_config();
   CommContext& ctx = checked_context(comm, buffers, layout);
+  if (hier::direct_write_auto(ctx, options, buffers, layout)) return Algorithm::shared_memory;
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, buffers.in_place);
   return run_selected(ctx, a, buffers, layout);
 }

@@ -37,6 +37,7 @@
 #include "core/integrity.hpp"
 #include "core/planner.hpp"
 #include "core/registry.hpp"
+#include "hier/direct_write.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/node_stage.hpp"
 #include "hier/settings.hpp"
@@ -135,6 +136,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     wait_blocking(e);
     return;
   }
+  if (t.nnodes == 1 && direct_write(h, buffers, layout)) return;  // direct_write.hpp
   const std::uint64_t gen = h.next_gen();
   h.wait_style_for(total / static_cast<std::size_t>(t.size));
   if (t.nnodes == 1) {

@@ -17,6 +17,7 @@
 #include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 #include "cuda/memory.hpp"
+#include "hier/direct_write.hpp"
 #include "pmpi/datatype.hpp"
 #include "pmpi/fast_call.hpp"
 #include "pmpi/raise.hpp"
@@ -283,8 +284,13 @@ int gather(const GatherCall& c) {
   p.stage_in();
   const AlgorithmChoice a = pick_algorithm(p);
   Algorithm ran = Algorithm::automatic;
+  const auto direct = [&] {  // receive buffers in shared regions (hier/direct_write.hpp)
+    return !settings().algo_set &&
+           hier::direct_write_auto(CommContext::of(c.comm), Options{}, p.buffers, p.layout);
+  };
   if (!gather_compressed(c, p, a, ran))
-    ran = allgather_bytes(c.comm, p.buffers, p.layout, Options{a.id, true, a.radix});
+    ran = direct() ? Algorithm::shared_memory
+                   : allgather_bytes(c.comm, p.buffers, p.layout, Options{a.id, true, a.radix});
   p.stage_out();
   record_call(ran, p.b.total_bytes, timed ? PMPI_Wtime() - t0 : 0.0);
   announce(c.comm, c.function, ran, p.b.total_bytes);

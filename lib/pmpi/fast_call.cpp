@@ -6,6 +6,7 @@
 
 #include "core/allgather.hpp"
 #include "core/comm_context.hpp"
+#include "hier/direct_write.hpp"
 #include "pmpi/call.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
@@ -56,8 +57,12 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     const bool timed = settings().summary;
     const double t0 = timed ? PMPI_Wtime() : 0.0;
     const Buffers buffers{in_place ? nullptr : sendbuf, recvbuf, in_place};
-    run_selected(*s.ctx, s.algorithm, buffers, Layout::uniform(s.nranks, s.block));
-    record_call(s.algorithm.id, total, timed ? PMPI_Wtime() - t0 : 0.0);
+    const Layout layout = Layout::uniform(s.nranks, s.block);
+    const bool direct =  // receive buffers in shared regions (hier/direct_write.hpp)
+        !settings().algo_set && hier::direct_write_auto(*s.ctx, Options{}, buffers, layout);
+    if (!direct) run_selected(*s.ctx, s.algorithm, buffers, layout);
+    record_call(direct ? Algorithm::shared_memory : s.algorithm.id, total,
+                timed ? PMPI_Wtime() - t0 : 0.0);
     return MPI_SUCCESS;
   });
   return true;

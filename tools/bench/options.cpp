@@ -43,6 +43,11 @@ Call forms:
   --v                same as --forms one_large,many_zero,ramp
   --memory host      where buffers live: host only (device buffers: agx-gpu-bench,
                      built with CUDA, docs/gpu.md)
+  --alloc heap|shared|mpi
+                     receive buffers from the heap (default), agx::allocate (shared:
+                     agx's blocking calls on one node write straight into the peers'
+                     buffers) or MPI_Alloc_mem (the MPI library's; agx's shared memory
+                     when libagx_pmpi.so is preloaded); every candidate uses the same
 Timing:
   --method M,M,...   barrier (default), window, osu, or 'all': how each call is timed
                      (barrier: MPI_Barrier then the call, slowest rank; window: every
@@ -127,6 +132,15 @@ std::string_view method_name(Method m) {
     case Method::barrier: return "barrier";
     case Method::window: return "window";
     case Method::osu: return "osu";
+  }
+  return "unknown";
+}
+
+std::string_view alloc_name(Alloc a) {
+  switch (a) {
+    case Alloc::heap: return "heap";
+    case Alloc::shared: return "shared";
+    case Alloc::mpi: return "mpi";
   }
   return "unknown";
 }
@@ -225,6 +239,12 @@ Settings parse(int argc, char** argv, int rank) {
                             "agx-gpu-bench (test/cuda, docs/gpu.md)");
     if (v != "host") bad_value("--memory", "takes host, not '" + v + "'");
     s.memory = v;
+  });
+  value("--alloc", [&](Text v) {
+    if (v == "heap") s.alloc = Alloc::heap;
+    else if (v == "shared") s.alloc = Alloc::shared;
+    else if (v == "mpi") s.alloc = Alloc::mpi;
+    else bad_value("--alloc", "takes heap, shared or mpi, not '" + v + "'");
   });
   value("--passes", [&](Text v) {
     s.passes = number<int>("--passes", v);

@@ -29,6 +29,13 @@ std::string_view method_name(Method m);
 /// libagx_pmpi.so when it is preloaded): auto = present when the interposer is loaded.
 enum class Dropin { automatic, on, off, require };
 
+/// Where receive buffers come from: heap (std::vector), shared (agx::allocate: blocking agx
+/// calls on one node write straight into the peers' buffers, docs/hierarchy.md), mpi
+/// (MPI_Alloc_mem: the MPI library's own, or agx's shared memory under libagx_pmpi.so).
+enum class Alloc { heap, shared, mpi };
+
+std::string_view alloc_name(Alloc a);
+
 struct Settings {
   std::vector<std::size_t> sizes;   ///< per-rank bytes of the sweep, ascending
   std::vector<std::string> algos;   ///< agx algorithms ("bruck:k=4"); auto + agx::algorithm_variants() by default
@@ -47,6 +54,7 @@ struct Settings {
   std::string table = "wide";       ///< wide | long | none
   int progress = -1;                ///< 1 on, 0 off, -1 when stderr is a terminal
   std::string memory = "host";      ///< host only (device buffers: agx-gpu-bench, test/cuda)
+  Alloc alloc = Alloc::heap;        ///< --alloc: where receive buffers come from
   std::string command_line;
   std::string corrupt;              ///< self-test: this candidate's result gets one flipped byte
   int fused = 0;                    ///< --fused K: the fused mode (tools/bench/fused.hpp); the first K

@@ -2,9 +2,14 @@
 
 #include "problem.hpp"
 
+#include <agx/allocate.hpp>
+
+#include <mpi.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <new>
 
 namespace bench {
 namespace {
@@ -79,10 +84,24 @@ Problem::Problem(Form f, bool in_place_, std::size_t bytes, int nranks)
   }
 }
 
-Buffers::Buffers(const Problem& p, int rank)
-    : p_(p), rank_(rank), send_(p.counts[static_cast<std::size_t>(rank)]),
-      recv_(p.total_bytes + guard_bytes) {
+Buffers::Buffers(const Problem& p, int rank, Alloc alloc)
+    : p_(p), rank_(rank), alloc_(alloc), recv_bytes_(p.total_bytes + guard_bytes),
+      send_(p.counts[static_cast<std::size_t>(rank)]) {
   fill_pattern(send_.data(), send_.size(), rank);
+  if (alloc_ == Alloc::shared) {
+    recv_ = static_cast<std::uint8_t*>(agx::allocate(recv_bytes_));
+  } else if (alloc_ == Alloc::mpi) {
+    if (MPI_Alloc_mem(static_cast<MPI_Aint>(recv_bytes_), MPI_INFO_NULL, &recv_) != MPI_SUCCESS)
+      throw std::bad_alloc();
+  } else {
+    heap_.resize(recv_bytes_);
+    recv_ = heap_.data();
+  }
+}
+
+Buffers::~Buffers() {
+  if (alloc_ == Alloc::shared) agx::deallocate(recv_);
+  if (alloc_ == Alloc::mpi) MPI_Free_mem(recv_);
 }
 
 const std::vector<std::uint8_t>& Buffers::source() {
@@ -95,15 +114,15 @@ const std::vector<std::uint8_t>& Buffers::source() {
 }
 
 void Buffers::reset() {
-  std::fill(recv_.begin(), recv_.end(), 0);
+  std::fill(recv_, recv_ + recv_bytes_, 0);
   if (p_.in_place)
-    std::memcpy(recv_.data() + p_.displs[static_cast<std::size_t>(rank_)], send_.data(), send_.size());
+    std::memcpy(recv_ + p_.displs[static_cast<std::size_t>(rank_)], send_.data(), send_.size());
 }
 
 bool Buffers::check() const {
   for (std::size_t r = 0; r < p_.counts.size(); ++r)
-    if (!matches_pattern(recv_.data() + p_.displs[r], p_.counts[r], static_cast<int>(r))) return false;
-  return std::all_of(recv_.begin() + static_cast<std::ptrdiff_t>(p_.total_bytes), recv_.end(),
+    if (!matches_pattern(recv_ + p_.displs[r], p_.counts[r], static_cast<int>(r))) return false;
+  return std::all_of(recv_ + p_.total_bytes, recv_ + recv_bytes_,
                      [](std::uint8_t b) { return b == 0; });
 }
 

@@ -37,10 +37,14 @@ class Buffers {
  public:
   static constexpr std::size_t guard_bytes = 64;
 
-  Buffers(const Problem& p, int rank);
+  /// `alloc`: where the receive buffer comes from (Settings::alloc).
+  Buffers(const Problem& p, int rank, Alloc alloc = Alloc::heap);
+  ~Buffers();
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
 
   std::vector<std::uint8_t>& send() { return send_; }
-  std::uint8_t* recv() { return recv_.data(); }
+  std::uint8_t* recv() { return recv_; }
   /// The expected result, made on first use (the copy bound copies from it).
   const std::vector<std::uint8_t>& source();
 
@@ -52,7 +56,10 @@ class Buffers {
  private:
   const Problem& p_;
   int rank_;
-  std::vector<std::uint8_t> send_, recv_, source_;
+  Alloc alloc_;
+  std::size_t recv_bytes_;
+  std::uint8_t* recv_ = nullptr;
+  std::vector<std::uint8_t> send_, heap_, source_;
 };
 
 }  // namespace bench

@@ -83,7 +83,7 @@ Meta collect_meta(MPI_Comm comm, const Settings& s) {
   Meta m;
   m.agx_version = AGX_VERSION;
   m.command_line = s.command_line;
-  m.memory = s.memory;
+  m.memory = s.alloc == Alloc::heap ? s.memory : s.memory + "/" + std::string(alloc_name(s.alloc));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   m.hostname = host;

@@ -172,7 +172,7 @@ std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const RunEnv& e
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
-  Buffers b(p, rank);
+  Buffers b(p, rank, s.alloc);
   const Context x{comm, rank, nranks, s.corrupt, p, b};
   std::vector<Outcome> checked(cands.size());
   for (std::size_t i = 0; i < cands.size(); ++i) {
