@@ -14,6 +14,7 @@
 #include <agx/encoded.hpp>
 #include <agx/error.hpp>
 
+#include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 #include "cuda/memory.hpp"
@@ -278,7 +279,7 @@ int gather(const GatherCall& c) {
   const double t0 = timed ? PMPI_Wtime() : 0.0;
   // First thing, before any check that could fail on some ranks only: the collective
   // set-up that nonblocking calls on this communicator rely on (ready_for_nonblocking).
-  CommContext::of(c.comm).selector();
+  context(c.comm);
   const PreparedCall p(c);
   p.stage_in();
   const AlgorithmChoice a = pick_algorithm(p);
@@ -333,7 +334,7 @@ bool ready_for_nonblocking(MPI_Comm comm, const char* function) {
   bool ready = false;
   try {
     const CommContext* ctx = CommContext::find(comm);
-    ready = ctx != nullptr && ctx->ready_for_nonblocking();
+    ready = ctx != nullptr;  // set up whole by a blocking call (api/context.hpp)
   } catch (...) {  // the MPI library reports what is wrong with comm
   }
   if (ready) return true;

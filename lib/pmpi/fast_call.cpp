@@ -4,7 +4,7 @@
 
 #include <agx/bytes.hpp>
 
-#include "core/allgather.hpp"
+#include "api/dispatch.hpp"
 #include "core/comm_context.hpp"
 #include "pmpi/call.hpp"
 #include "pmpi/raise.hpp"
