@@ -21,6 +21,7 @@
 
 #include <agx/agx.hpp>
 
+#include "api/context.hpp"
 #include "core/registry.hpp"
 #include "cli_values.hpp"
 #include "core/select.hpp"
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
       agx::allgather_bytes(MPI_COMM_WORLD, {send.data(), recv.data(), false},
                            agx::Layout::uniform(n, call_bytes), agx::Options{agx::Algorithm::hierarchical});
     }
-    std::string text = agx::hier::describe(MPI_COMM_WORLD);
+    std::string text = agx::hier::describe(agx::context(MPI_COMM_WORLD));
     // Only the first rank of each node reports; rank 0 prints everything in rank order.
     if (text.find("(local 0 of") == std::string::npos) text.clear();
     const int len = static_cast<int>(text.size());
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fputs(all.c_str(), stdout);
     std::vector<std::size_t> sizes;
     for (std::size_t b = min_bytes; b <= max_bytes; b *= 4) sizes.push_back(b);
-    const std::string selection = agx::describe_selection(MPI_COMM_WORLD, sizes);
+    const std::string selection = agx::describe_selection(agx::context(MPI_COMM_WORLD), sizes);
     if (rank == 0) {
       char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int liblen = 0;

@@ -17,6 +17,7 @@
 #include <agx/error.hpp>
 
 #include "codec/codec.hpp"
+#include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/crc32c.hpp"
@@ -47,7 +48,7 @@ constexpr std::byte magic{0xA6};
 /// The rule of docs/fused.md: compress only where the slowest link the call crosses is
 /// slower than the compressor. On one node the link is memory: never.
 bool link_slower_than(MPI_Comm comm, Packer p) {
-  const Selector& s = CommContext::of(comm).selector();
+  const Selector& s = context(comm).selector();
   if (s.placement().nodes() <= 1) return false;
   const double beta = s.tuning().params.network.beta_s_per_byte;
   return beta > 0 && 1.0 / beta < codec::agreed_pack_speed(comm, p);

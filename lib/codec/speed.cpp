@@ -9,6 +9,7 @@
 #include <agx/error.hpp>
 
 #include "codec/codec.hpp"
+#include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 
@@ -101,7 +102,7 @@ double agreed_pack_speed(MPI_Comm comm, Packer p) {
   if (cached != nullptr && (*cached)[i] > 0) return (*cached)[i];
   // Collective: every rank of a call asks for the same packer at the same call.
   double mine = local_pack_speed(p), slowest = 0;
-  check_mpi(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MIN, CommContext::of(comm).comm()),
+  check_mpi(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MIN, context(comm).comm()),
             "MPI_Allreduce");
   if (cached == nullptr) {
     cached = new std::array<double, 3>{};

@@ -76,22 +76,10 @@ int delete_context(MPI_Comm user_comm, int, void* attr, void*) {
   return MPI_SUCCESS;
 }
 
-CommContext& CommContext::of(MPI_Comm user_comm) {
-  if (user_comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
-  if (CommContext* ctx = remembered(user_comm)) return *ctx;
+CommContext& CommContext::attach(MPI_Comm user_comm, MPI_Comm comm, Selector* selector,
+                                 std::unique_ptr<NodeState> node) {
   const int keyval = ensure_keyval();
-  void* attr = nullptr;
-  int found = 0;
-  check_mpi(MPI_Comm_get_attr(user_comm, keyval, &attr, &found), "MPI_Comm_get_attr");
-  if (found) {
-    CommContext* ctx = static_cast<std::shared_ptr<CommContext>*>(attr)->get();
-    remember(user_comm, ctx);
-    return *ctx;
-  }
-  int inter = 0;
-  check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
-  if (inter) throw Error(MPI_ERR_COMM, "agx: inter-communicators are not supported");
-  auto* holder = new std::shared_ptr<CommContext>(new CommContext(user_comm));
+  auto* holder = new std::shared_ptr<CommContext>(new CommContext(comm, selector, std::move(node)));
   CommContext& ctx = **holder;
   try {
     check_mpi(MPI_Comm_set_attr(user_comm, keyval, holder), "MPI_Comm_set_attr");
@@ -101,6 +89,7 @@ CommContext& CommContext::of(MPI_Comm user_comm) {
   }
   std::lock_guard lock(registry_mutex);
   live_comms.insert(user_comm);
+  remember(user_comm, &ctx);
   return ctx;
 }
 
@@ -112,19 +101,14 @@ CommContext* CommContext::find(MPI_Comm user_comm) {
   void* attr = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(user_comm, context_keyval, &attr, &found), "MPI_Comm_get_attr");
-  return found ? static_cast<std::shared_ptr<CommContext>*>(attr)->get() : nullptr;
+  if (!found) return nullptr;
+  CommContext* ctx = static_cast<std::shared_ptr<CommContext>*>(attr)->get();
+  remember(user_comm, ctx);
+  return ctx;
 }
 
-CommContext::CommContext(MPI_Comm user_comm) {
-  // A private communicator with the same group and order. Not MPI_Comm_dup: that
-  // copies the user's attributes, running their copy callbacks (which may refuse, or
-  // count references) and later their delete callbacks a second time. MPI_Comm_split
-  // copies no attribute (MPI_Comm_idup would, and MPI_Comm_dup_with_info too).
-  int user_rank = 0;
-  check_mpi(MPI_Comm_rank(user_comm, &user_rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_split(user_comm, 0, user_rank, &comm_), "MPI_Comm_split");
-  // agx reports failures itself; its private communicator must never abort.
-  check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+CommContext::CommContext(MPI_Comm comm, Selector* selector, std::unique_ptr<NodeState> node)
+    : comm_(comm), selector_(selector), node_(std::move(node)) {
   check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
 }
@@ -133,7 +117,7 @@ CommContext::~CommContext() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // a request outlived MPI_Finalize: MPI has released everything
-  hier_.reset();  // frees communicators derived from comm_ and unmaps shared memory
+  node_.reset();  // frees communicators derived from comm_ and unmaps shared memory
   free_comm(comm_);  // kept allocated after an abandoned round (core/executor.hpp)
 }
 
@@ -145,11 +129,6 @@ const Schedule& CommContext::schedule(const AlgorithmChoice& a) {
 }
 
 void SelectorDeleter::operator()(Selector* s) const { delete s; }
-
-Selector& CommContext::selector() {
-  if (!selector_) selector_.reset(new Selector(*this));
-  return *selector_;
-}
 
 int CommContext::next_tag() {
   constexpr unsigned tag_range = 32768;  // MPI guarantees MPI_TAG_UB >= 32767

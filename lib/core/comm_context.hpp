@@ -1,8 +1,12 @@
 #pragma once
 // Per-communicator state, cached as an MPI attribute on the user's communicator:
 // a private communicator over the same ranks for agx's own messages (user traffic can
-// never match them; made with MPI_Comm_split, so no user attribute is copied),
-// cached schedules, and the tag sequence.
+// never match them; made without copying any user attribute), the selection state
+// (placement and tuning), cached schedules, the tag sequence, and the state a layer
+// above keeps per communicator (lib/hier's node state).
+//
+// lib/core only finds and owns contexts; lib/api/context.cpp sets them up (collective:
+// one exchange over the communicator, docs/hierarchy.md "Set-up").
 //
 // Ownership: the attribute holds one shared reference; every pending operation
 // (agx::Request, agx::Plan, the interposer's requests) holds another. Freeing the user's
@@ -28,21 +32,22 @@ struct SelectorDeleter {
   void operator()(Selector* s) const;
 };
 
-namespace hier {
-class HierContext;  // lib/hier: topology and shared segments of a communicator
-struct HierContextDeleter {
-  void operator()(HierContext* h) const;
+/// What a layer above lib/core keeps per communicator (lib/hier: its topology and
+/// shared segments). Owned by the context, released before its private communicator.
+class NodeState {
+ public:
+  virtual ~NodeState() = default;
 };
-}  // namespace hier
 
 /// The attribute delete callback (MPI calls it when the user's communicator is freed).
 int delete_context(MPI_Comm user_comm, int keyval, void* attr, void* extra);
 
 class CommContext : public std::enable_shared_from_this<CommContext> {
  public:
-  /// The context of an intra-communicator, created on first use (collective then:
-  /// it splits the communicator). Throws agx::Error for null or inter-communicators.
-  static CommContext& of(MPI_Comm user_comm);
+  /// Attaches a new context to `user_comm` (what lib/api/context.cpp set up): `comm` is
+  /// the private communicator (owned from now on), `node` the node layer's state.
+  static CommContext& attach(MPI_Comm user_comm, MPI_Comm comm, Selector* selector,
+                             std::unique_ptr<NodeState> node);
   /// A reference that keeps this state alive after the user's communicator is freed.
   std::shared_ptr<CommContext> share() { return shared_from_this(); }
   /// The context of `user_comm` if it has one; never creates (local, no communication).
@@ -50,11 +55,6 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   /// How many contexts have been deleted so far in this process: a pointer to a context
   /// found while this read `d` is still valid while it reads `d` (no communicator freed).
   static std::uint64_t deletions();
-
-  /// Whether every collective set-up a nonblocking start may need is done: the
-  /// private communicator and the automatic selection state (with the topology).
-  /// The same on every rank: contexts are made only inside collective calls.
-  bool ready_for_nonblocking() const { return selector_ != nullptr; }
 
   ~CommContext();
   CommContext(const CommContext&) = delete;
@@ -71,24 +71,22 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   /// since collectives are called in the same order everywhere).
   int next_tag();
 
-  /// lib/hier's state of this communicator; null until the first hierarchical call.
-  hier::HierContext* hier() const { return hier_.get(); }
-  void set_hier(hier::HierContext* h) { hier_.reset(h); }
+  /// The node layer's state of this communicator (lib/hier), made at set-up.
+  NodeState* node_state() const { return node_.get(); }
 
-  /// The automatic selection state, created on first use (collective then).
-  Selector& selector();
-
+  /// The automatic selection state: placement, tuning, node stage (made at set-up).
+  Selector& selector() { return *selector_; }
 
  private:
-  explicit CommContext(MPI_Comm user_comm);
+  CommContext(MPI_Comm comm, Selector* selector, std::unique_ptr<NodeState> node);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int size_ = 0;
   int rank_ = 0;
   unsigned sequence_ = 0;
   std::map<AlgorithmChoice, Schedule> schedules_;
-  std::unique_ptr<hier::HierContext, hier::HierContextDeleter> hier_;
   std::unique_ptr<Selector, SelectorDeleter> selector_;
+  std::unique_ptr<NodeState> node_;
 
   friend int delete_context(MPI_Comm, int, void*, void*);
 };

@@ -1,7 +1,7 @@
 #include "core/executor.hpp"
 
 #include "core/mpi_check.hpp"
-#include "hier/wait.hpp"
+#include "core/spin.hpp"
 
 #include <cstring>
 #include <exception>
@@ -171,10 +171,10 @@ bool Execution::gets_done() {
 void Execution::wait() {
   try {
     if (node_ != nullptr) {  // gets are polled: no MPI_Waitall (test() throws the truncation)
-      hier::spin_then_yield([this] { return test(); });
+      spin_then_yield([this] { return test(); });
       return;
     }
-    if (timeout_ > 0) hier::spin_then_yield([this] { return poll(); });  // poll() reports a stall
+    if (timeout_ > 0) spin_then_yield([this] { return poll(); });  // poll() reports a stall
     while (round_ < schedule_.rounds.size()) {
       MPI_Status* st = statuses_for(statuses_, requests_.size());
       const WorldReturnsErrors guard;

@@ -2,7 +2,7 @@
 // Integrity (AGX_INTEGRITY=1, docs/reliability.md): a CRC32C per block, computed once by
 // the block's owner, travels with the block and is checked wherever the block arrives.
 //
-// Point-to-point schedules (executor.cpp, nonblocking_plan.cpp): the checksums make a
+// Point-to-point schedules (executor.cpp, persistent.cpp): the checksums make a
 // second, tiny all-gather that follows the same schedule in the same rounds. For every
 // transfer the sender appends one more message after the transfer's data pieces, on the
 // same tag: the BlockCheck entries of the transfer's blocks, in transfer order. The

@@ -21,18 +21,10 @@
 namespace agx {
 
 class CommContext;
+class Execution;
 
 /// Whether `a` runs through a node's shared segment (shared_memory, hierarchical).
 bool is_node_path(Algorithm a);
-
-/// The context of `comm` after the checks every byte-level call makes (layout
-/// against the communicator, null buffers with bytes to move).
-CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout& layout);
-
-/// The algorithm of a nonblocking or persistent call: as select_algorithm (node paths
-/// run on the round engine, lib/hier/node_call.cpp).
-AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
-                             bool in_place);
 
 /// An owned copy of a Layout (a Layout itself only points at its arrays).
 class OwnedLayout {
@@ -87,15 +79,6 @@ class Operation {
   std::exception_ptr failure_;  // from the progress thread, rethrown to the owner
 };
 
-/// A single nonblocking call on the communicator's private duplicate, tagged with
-/// the call's own tag (CommContext::next_tag), so that overlapping calls never match.
-OperationPtr make_single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
-                         const Layout& layout);
-
-/// A persistent call on a duplicate of its own (lib/core/nonblocking_plan.cpp).
-OperationPtr make_persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
-                             const Layout& layout);
-
 /// Progress engine: the set of operations the progress thread advances.
 void progress_register(Operation* op);
 void progress_unregister(Operation* op) noexcept;
@@ -110,4 +93,9 @@ void progress_count_active(int delta) noexcept;
 void progress_from_environment();
 
 }  // namespace detail
+
+/// Waits for the execution of a blocking call. While nonblocking calls of this process
+/// run, advances them too: a peer, or a flag watermark of this very rank, may wait for
+/// one of them (start(A); blocking call; wait(A)).
+void wait_blocking(Execution& e);
 }  // namespace agx

@@ -12,6 +12,7 @@
 #include <agx/error.hpp>
 #include <agx/request.hpp>
 
+#include "core/executor.hpp"
 #include "core/mpi_check.hpp"
 
 #include <sched.h>
@@ -142,5 +143,16 @@ void set_progress_thread(bool on) {
 }
 
 bool progress_thread_running() { return detail::worker_running.load(); }
+
+void wait_blocking(Execution& e) {
+  if (!detail::progress_pending()) {
+    e.wait();
+    return;
+  }
+  while (!e.test()) {
+    detail::progress_all();
+    sched_yield();
+  }
+}
 
 }  // namespace agx

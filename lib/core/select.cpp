@@ -4,12 +4,8 @@
 
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
-#include "core/mpi_check.hpp"
 #include "core/planner.hpp"
 #include "core/registry.hpp"
-#include "hier/hier.hpp"
-#include "hier/hier_context.hpp"
-#include "hier/settings.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -31,26 +27,6 @@ std::size_t mean_block_bytes(const Layout& layout) {
 // Size classes are powers of two of the mean block: 0, 1, 2-3, 4-7, ...
 int size_class(const Layout& layout) { return std::bit_width(mean_block_bytes(layout)); }
 
-// The tuning of rank 0, on every rank (a file that only some ranks can read, or that
-// differs between nodes, must not split the choice).
-Tuning agreed_tuning(MPI_Comm comm, int rank) {
-  std::string text;
-  if (rank == 0) {
-    try {
-      text = format_tuning(load_tuning());
-    } catch (const Error& e) {
-      text = std::string("!") + e.what();
-    }
-  }
-  unsigned long long length = text.size();
-  check_mpi(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm), "MPI_Bcast");
-  text.resize(length);
-  check_mpi(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm), "MPI_Bcast");
-  if (!text.empty() && text[0] == '!') throw Error(MPI_ERR_FILE, text.substr(1));
-  const std::string& path = config().tuning_file;
-  return parse_tuning(text, !path.empty() ? path : "built-in defaults");
-}
-
 bool can_serve(Algorithm a, const Placement& p) {
   if (a == Algorithm::automatic) return false;
   if (a == Algorithm::shared_memory) return p.nodes() == 1;
@@ -59,19 +35,6 @@ bool can_serve(Algorithm a, const Placement& p) {
 }
 
 }  // namespace
-
-namespace {
-NodeStageParams stage_of(CommContext& ctx) {
-  NodeStageParams stage;
-  stage.leaders = hier::hier_context(ctx).leaders;  // what lib/hier runs: priced as planned
-  stage.inter = hier::settings().inter;
-  return stage;
-}
-}  // namespace
-
-Selector::Selector(CommContext& ctx)
-    : Selector(Placement(hier::hier_context(ctx).topo.node_of), agreed_tuning(ctx.comm(), ctx.rank()),
-               stage_of(ctx)) {}
 
 Selector::Selector(Placement placement, Tuning tuning, NodeStageParams stage)
     : placement_(std::move(placement)), tuning_(std::move(tuning)), stage_(stage) {
@@ -149,12 +112,7 @@ AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const O
   return choice;
 }
 
-AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options, bool in_place) {
-  return select_algorithm(CommContext::of(comm), layout, options, in_place);
-}
-
-std::string describe_selection(MPI_Comm comm, const std::vector<std::size_t>& sizes) {
-  CommContext& ctx = CommContext::of(comm);
+std::string describe_selection(CommContext& ctx, const std::vector<std::size_t>& sizes) {
   Selector& sel = ctx.selector();
   const CostParams& p = sel.tuning().params;
   std::ostringstream os;

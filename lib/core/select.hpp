@@ -5,7 +5,8 @@
 //   when the file has one, else the argmin of the cost model's prediction over every
 //   registered algorithm (at each of its radices) that can serve the call.
 // The choice is cached per communicator and size class, and is the same on every rank:
-// it depends only on the layout, the topology and the tuning, which rank 0 broadcasts.
+// it depends only on the layout, the placement and the tuning, which every rank takes
+// from rank 0 (lib/api/context.cpp makes the selector of a communicator at its set-up).
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
@@ -25,8 +26,6 @@ class CommContext;
 /// One communicator's selection state (owned by its CommContext).
 class Selector {
  public:
-  /// Collective over ctx: topology (lib/hier) and tuning agreed from rank 0.
-  explicit Selector(CommContext& ctx);
   /// Pure (no MPI): the choice for a placement, a tuning and the node stage that runs
   /// (the simulator and tests build it directly). Groups from the tuning are applied here.
   Selector(Placement placement, Tuning tuning, NodeStageParams stage);
@@ -58,8 +57,8 @@ class Selector {
 
 /// A readable table for agx-info: the tuning in use, then per size (bytes per rank,
 /// uniform blocks, out of place) the predicted time of every algorithm that can serve
-/// the call, the automatic choice marked with '*' and why. Collective on first use.
-std::string describe_selection(MPI_Comm comm, const std::vector<std::size_t>& sizes);
+/// the call, the automatic choice marked with '*' and why.
+std::string describe_selection(CommContext& ctx, const std::vector<std::size_t>& sizes);
 
 /// The algorithm of a call: option, then AGX_ALGO, then ctx's selector. Parameters are
 /// checked and defaults filled in (a bad radix is an agx::Error, MPI_ERR_ARG).

@@ -4,7 +4,7 @@
 // A collective hangs when some rank never makes its part of the call (it skipped the
 // call, called it with other arguments, died, or waits for something else). Every
 // place where agx waits — the point-to-point executor's rounds (executor.cpp), the
-// persistent plans (nonblocking_plan.cpp) and lib/hier's shared-memory flags
+// persistent plans (persistent.cpp) and lib/hier's shared-memory flags
 // (hier/wait.hpp) — keeps a StallClock while AGX_TIMEOUT is set. When a wait sees no
 // progress (no message completed, the flag did not move) for the timeout, agx writes
 // one line to stderr naming the rank (in the communicator and in MPI_COMM_WORLD), the

@@ -1,5 +1,5 @@
 #pragma once
-// The one hook lib/core calls (core/allgather.cpp): device buffers take a device path.
+// The one hook the dispatch calls (api/dispatch.cpp): device buffers take a device path.
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>

@@ -23,7 +23,8 @@
 #include <agx/error.hpp>
 #include <agx/fused.hpp>
 
-#include "core/allgather.hpp"
+#include "api/context.hpp"
+#include "api/dispatch.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"

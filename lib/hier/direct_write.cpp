@@ -9,7 +9,6 @@
 #include "core/consistency.hpp"
 #include "core/integrity.hpp"
 #include "core/select.hpp"
-#include "cuda/memory.hpp"
 #include "hier/hier.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/shared_alloc.hpp"
@@ -102,7 +101,8 @@ void exchange(HierContext& h, std::uint64_t gen, const T& mine, std::vector<T>& 
 
 std::uint64_t direct_write_calls() { return calls.load(std::memory_order_relaxed); }
 
-bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout) {
+bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
+                  bool send_on_host) {
   const DirectSettings& s = direct_settings();
   const Topology& t = h.topo;
   if (!s.enabled || t.nnodes != 1 || t.size < 2) return false;
@@ -119,8 +119,7 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout) 
 
   Descriptor mine;
   SharedView view;
-  const bool send_on_host = buffers.in_place || !cuda::is_device_memory(buffers.send);
-  if (send_on_host && find_shared(buffers.recv, extent, view)) {
+  if ((buffers.in_place || send_on_host) && find_shared(buffers.recv, extent, view)) {
     mine.region = view.region;
     mine.offset = view.offset;
   }
@@ -176,7 +175,7 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout) 
 }
 
 bool direct_write_auto(CommContext& ctx, const Options& options, const Buffers& buffers,
-                       const Layout& layout) {
+                       const Layout& layout, bool (*on_device)(const void*)) {
   const DirectSettings& s = direct_settings();
   const int size = layout.nranks();
   if (!s.enabled || size < 2 || options.algorithm != Algorithm::automatic || options.radix != 0)
@@ -196,7 +195,7 @@ bool direct_write_auto(CommContext& ctx, const Options& options, const Buffers& 
     check_consistency(ctx, layout, AlgorithmChoice{Algorithm::shared_memory, 0}, buffers.in_place);
   HierContext& h = hier_context(ctx);
   h.running = Algorithm::shared_memory;
-  return direct_write(h, buffers, layout);
+  return direct_write(h, buffers, layout, buffers.in_place || !on_device(buffers.send));
 }
 
 }  // namespace agx::hier

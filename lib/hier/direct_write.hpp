@@ -36,14 +36,19 @@ class HierContext;
 /// The blocking shared_memory path's first try (hier_allgather.cpp), collective over the
 /// node: true when the call ran here. False without any flag round when the call is not
 /// one it serves by its shape (more than one node, one rank, below the size, disabled).
-bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout);
+/// `send_on_host`: this rank's send block is host memory (lib/hier never sees device
+/// memory: device buffers reach it as lib/cuda's host mirrors; the entry points ask lib/cuda).
+bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
+                  bool send_on_host = true);
 
 /// A blocking call with `options` (lib/core's allgather_bytes, the interposer): when they
 /// ask for the automatic choice (no AGX_ALGO) and the communicator lies on one node,
 /// direct_write on its node; true when the call ran (as shared_memory). The same answer on
 /// every rank: it depends on the settings, the layout and round 1 only.
+/// `on_device(p)`: whether p is device memory (lib/cuda's query, asked only for a call of
+/// the path's shape).
 bool direct_write_auto(CommContext& ctx, const Options& options, const Buffers& buffers,
-                       const Layout& layout);
+                       const Layout& layout, bool (*on_device)(const void*));
 
 /// Calls that ran by direct write in this process (tests, agx_pmpi_direct_write_calls).
 std::uint64_t direct_write_calls();

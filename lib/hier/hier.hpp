@@ -1,9 +1,12 @@
 #pragma once
-// What lib/core sees of lib/hier: run a hierarchical or shared-memory all-gather, and
-// reach a communicator's hierarchical state (for agx-info and tests).
+// What lib/api (the dispatch above lib/core, lib/hier and lib/cuda) sees of lib/hier: run
+// a hierarchical or shared-memory all-gather, and reach a communicator's hierarchical
+// state (for agx-info and tests).
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
+
+#include "core/cost_model.hpp"
 
 #include <memory>
 #include <string>
@@ -16,8 +19,12 @@ namespace agx::hier {
 
 class HierContext;
 
-/// The hierarchical state of `ctx`, created on first use (collective over it).
+/// The hierarchical state of `ctx` (made at its set-up, lib/api/context.cpp).
 HierContext& hier_context(CommContext& ctx);
+
+/// How the node stage of `h`'s communicator is cut (leaders, inter-node algorithm): what
+/// the cost model prices is what run() and start_node_call() run.
+NodeStageParams stage_params(const HierContext& h);
 
 /// Runs `a` (Algorithm::hierarchical or Algorithm::shared_memory) on `ctx`.
 /// Throws agx::Error when shared_memory is forced on ranks of several nodes.
@@ -42,7 +49,8 @@ bool node_call_ready(CommContext& ctx, const Layout& layout);
 /// True once the call is complete on this rank.
 bool test_node_call(NodeCall& call);
 
-/// A readable report of what agx sees for `comm` (collective: creates the state).
-std::string describe(MPI_Comm comm);
+/// A readable report of what agx sees for ctx's communicator (collective over it the
+/// first time: the node communicator and the bindings of the node's ranks).
+std::string describe(CommContext& ctx);
 
 }  // namespace agx::hier

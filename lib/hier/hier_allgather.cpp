@@ -30,7 +30,7 @@
 
 #include <agx/error.hpp>
 
-#include "core/allgather.hpp"
+#include "core/nonblocking.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
@@ -185,8 +185,16 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
 }  // namespace
 
 HierContext& hier_context(CommContext& ctx) {
-  if (ctx.hier() == nullptr) ctx.set_hier(new HierContext(ctx.comm()));
-  return *ctx.hier();
+  auto* h = dynamic_cast<HierContext*>(ctx.node_state());
+  if (h == nullptr) throw Error(MPI_ERR_INTERN, "agx: the communicator has no node state");
+  return *h;
+}
+
+NodeStageParams stage_params(const HierContext& h) {
+  NodeStageParams stage;
+  stage.leaders = h.leaders;
+  stage.inter = settings().inter;
+  return stage;
 }
 
 void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
@@ -201,8 +209,10 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
   check.after();
 }
 
-std::string describe(MPI_Comm comm) {
-  HierContext& h = hier_context(CommContext::of(comm));
+std::string describe(CommContext& ctx) {
+  HierContext& h = hier_context(ctx);
+  h.node_comm();
+  if (h.topo.bindings.empty()) h.topo.bindings = node_bindings(h.topo);
   const Topology& t = h.topo;
   const Settings& s = settings();
   std::ostringstream os;

@@ -71,42 +71,39 @@ double probe_single_copy(const Slot& peer, std::byte* dst, const std::byte* loca
   return kernel > 0 ? local / kernel : 0;
 }
 
-// How many cores the node's ranks' affinity masks cover together (collective over the
-// node; the same answer on every local rank); 0 when unknown.
-int node_cores(const Topology& topo) {
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);  // still collective
-  constexpr int words = static_cast<int>(sizeof(cpu_set_t) / sizeof(unsigned long));
-  unsigned long all[words];
-  std::memcpy(all, &mine, sizeof all);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, all, words, MPI_UNSIGNED_LONG, MPI_BOR, topo.node_comm),
-            "MPI_Allreduce");
-  cpu_set_t covered;
-  std::memcpy(&covered, all, sizeof covered);
-  return CPU_COUNT(&covered);
-}
-
 }  // namespace
 
-HierContext::HierContext(MPI_Comm c) : topo(discover_topology(c)), comm(c) {
+int leaders_for(const Topology& t) {
+  int smallest = t.size;
+  for (int j = 0; j < t.nnodes; ++j) smallest = std::min(smallest, t.node_size(j));
+  return std::max(1, std::min(settings().leaders, smallest));
+}
+
+HierContext::HierContext(Topology topology, MPI_Comm c, MPI_Comm shared)
+    : topo(std::move(topology)), leaders(leaders_for(topo)), comm(c), shared_(shared) {
   if (!settings().invalid_wait.empty())
     throw Error(MPI_ERR_ARG, "agx: AGX_WAIT='" + settings().invalid_wait +
                                  "' is none of auto, yield, sleep");
-  int smallest = topo.local_size();
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  leaders = std::max(1, std::min(settings().leaders, smallest));
-  if (topo.nnodes > 1) {
-    const int color = topo.local < leaders ? topo.local : MPI_UNDEFINED;
-    check_mpi(MPI_Comm_split(comm, color, topo.node, &leader_comm), "MPI_Comm_split");
+}
+
+MPI_Comm HierContext::node_comm() {
+  if (topo.node_comm == MPI_COMM_NULL) {
+    topo.node_comm = make_node_comm(topo, shared_);
+    if (shared_ != MPI_COMM_NULL) MPI_Comm_free(&shared_);
   }
+  return topo.node_comm;
 }
 
 void HierContext::prepare_node() {
   if (node_ready_) return;
   node_ready_ = true;
   const int n = topo.local_size();
-  const int cores = node_cores(topo);  // collective: before any early exit
+  node_comm();
+  if (topo.nnodes > 1) {  // local ranks 0..leaders-1 of every node, each on its own
+    const int color = topo.local < leaders ? topo.local : MPI_UNDEFINED;
+    check_mpi(MPI_Comm_split(comm, color, topo.node, &leader_comm), "MPI_Comm_split");
+  }
+  const int cores = topo.node_cores;  // from the set-up exchange
   const bool crowded = cores > 0 && topo.local_size() > cores;
   sleep_forced = settings().wait == Settings::Wait::sleep;
   oversubscribed = sleep_forced || (settings().wait == Settings::Wait::automatic && crowded);
@@ -148,9 +145,8 @@ HierContext::~HierContext() {
   header_.reset();
   free_comm(leader_comm);  // kept allocated after an abandoned round (core/executor.hpp)
   if (topo.node_comm != MPI_COMM_NULL) MPI_Comm_free(&topo.node_comm);
+  if (shared_ != MPI_COMM_NULL) MPI_Comm_free(&shared_);
 }
-
-void HierContextDeleter::operator()(HierContext* h) const { delete h; }
 
 void HierContext::wait_done(std::uint64_t gen) {
   if (gen <= synced_) return;

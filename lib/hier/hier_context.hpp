@@ -31,7 +31,7 @@
 
 #include <agx/algorithm.hpp>
 
-#include "core/comm_context.hpp"  // declares HierContextDeleter
+#include "core/comm_context.hpp"  // NodeState
 #include "core/nonblocking.hpp"
 #include "core/schedule.hpp"
 #include "hier/shm_segment.hpp"
@@ -70,18 +70,22 @@ struct alignas(64) Slot {
   InlineBlock inline_data[2];
 };
 
-class HierContext {
+class HierContext final : public NodeState {
  public:
-  /// Collective over `comm` (the communicator's private duplicate): the topology and
-  /// the leader communicator, all that the automatic selection needs.
-  explicit HierContext(MPI_Comm comm);
-  /// Collective over the node, once: the flag segment and the single-copy probe, which
-  /// only the shared-memory paths need (made lazily: a communicator whose calls take
+  /// No communication: the topology (from the communicator's set-up exchange) and the
+  /// number of leaders. `comm` is the communicator's private duplicate; `shared` its
+  /// shared-memory communicator (owned from now on; the node communicator is made of it).
+  HierContext(Topology topology, MPI_Comm comm, MPI_Comm shared);
+  /// Collective over the communicator, once (its first node-path call, which every rank
+  /// makes): the node and leader communicators, the flag segment and the single-copy
+  /// probe, which only the shared-memory paths need (a communicator whose calls take
   /// point-to-point paths never pays for them). Call before any slot or `cma` use.
   void prepare_node();
+  /// The node communicator (collective over the shared-memory node the first time).
+  MPI_Comm node_comm();
   bool node_prepared() const { return node_ready_; }
   bool node_ready() const { return node_ready_; }
-  ~HierContext();
+  ~HierContext() override;
   HierContext(const HierContext&) = delete;
   HierContext& operator=(const HierContext&) = delete;
 
@@ -178,6 +182,7 @@ class HierContext {
   std::uint64_t engine_gen_ = 0;
 
   bool node_ready_ = false;
+  MPI_Comm shared_ = MPI_COMM_NULL;  ///< until node_comm() makes the node communicator of it
   std::unique_ptr<SharedSegment> header_, data_;
   Slot* slots_ = nullptr;
   std::uint64_t gen_ = 0;
@@ -189,6 +194,10 @@ class HierContext {
   unsigned leader_tag_ = 0;
   std::map<AlgorithmChoice, Schedule> inter_;
 };
+
+/// Leaders per node for a topology: AGX_HIER_LEADERS capped at the smallest node (the
+/// number the cost model prices and the node stage runs).
+int leaders_for(const Topology& t);
 
 /// Waits as wait_until on `h`'s node, also advancing the process's running nonblocking
 /// calls (core/nonblocking.hpp): this rank's own flag watermarks, or a peer, may wait for

@@ -207,8 +207,8 @@ struct NodeCall {
 void NodeCallDeleter::operator()(NodeCall* c) const noexcept { delete c; }
 
 bool node_call_ready(CommContext& ctx, const Layout& layout) {
-  const HierContext* h = ctx.hier();
-  if (h == nullptr || !h->node_prepared()) return false;
+  const HierContext* h = &hier_context(ctx);
+  if (!h->node_prepared()) return false;
   std::size_t total = 0;
   for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
   return total == 0 || h->fits(total);

@@ -1,7 +1,8 @@
 // Topology discovery: MPI for nodes, hwloc for the inside of a node (topology.hpp).
-// Collective steps, once per communicator: split_type, split (virtual nodes),
-// allreduce (node's lowest rank), allgather (node of every rank), allgather inside
-// the node (bindings).
+// A rank's record is local (split_type's group translated to the communicator's);
+// the records of all ranks come from the communicator's set-up exchange, and the
+// topology is a pure function of them. The node communicator and the bindings are
+// made only when a node path or a report needs them.
 
 #include "hier/topology.hpp"
 
@@ -11,9 +12,14 @@
 #include <hwloc.h>
 #include <unistd.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <utility>
 
 namespace agx::hier {
 namespace {
@@ -84,54 +90,111 @@ Binding own_binding() {
   return b;
 }
 
-Topology discover_topology(MPI_Comm comm) {
-  Topology t;
-  check_mpi(MPI_Comm_size(comm, &t.size), "MPI_Comm_size");
-  check_mpi(MPI_Comm_rank(comm, &t.rank), "MPI_Comm_rank");
-
-  MPI_Comm real_node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, t.rank, MPI_INFO_NULL, &real_node),
-            "MPI_Comm_split_type");
-  int real_local = 0;
-  check_mpi(MPI_Comm_rank(real_node, &real_local), "MPI_Comm_rank");
-  const int label = virtual_node_label(t.rank, real_local, t.virtual_setting);
-  const int split_rc = MPI_Comm_split(real_node, label, t.rank, &t.node_comm);
-  const int is_real_first = real_local == 0 ? 1 : 0;  // one per real node
-  MPI_Comm_free(&real_node);
-  check_mpi(split_rc, "MPI_Comm_split");
-  check_mpi(MPI_Allreduce(&is_real_first, &t.real_nodes, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce");
-
+NodeRecord own_record(MPI_Comm comm, MPI_Comm shared, std::string& setting) {
+  NodeRecord r;
+  int rank = 0, real_local = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_rank(shared, &real_local), "MPI_Comm_rank");
+  // The shared communicator's rank 0 is its lowest communicator rank (rank is the key).
+  MPI_Group shared_group = MPI_GROUP_NULL, comm_group = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(shared, &shared_group), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(comm, &comm_group), "MPI_Comm_group");
+  const int first = 0;
   int lowest = 0;
-  check_mpi(MPI_Allreduce(&t.rank, &lowest, 1, MPI_INT, MPI_MIN, t.node_comm), "MPI_Allreduce");
-  std::vector<int> lowest_of(static_cast<std::size_t>(t.size));
-  // PMPI_ on purpose: under the interposer, MPI_Allgather would re-enter agx.
-  check_mpi(PMPI_Allgather(&lowest, 1, MPI_INT, lowest_of.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  const int rc = MPI_Group_translate_ranks(shared_group, 1, &first, comm_group, &lowest);
+  MPI_Group_free(&shared_group);
+  MPI_Group_free(&comm_group);
+  check_mpi(rc, "MPI_Group_translate_ranks");
+  r.real_node = lowest;
+  r.label = virtual_node_label(rank, real_local, setting);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);  // unknown: no cores
+  static_assert(sizeof r.cpus >= sizeof(cpu_set_t));
+  std::memcpy(r.cpus, &mine, sizeof mine);
+  return r;
+}
 
-  // Nodes in order of their lowest rank; members in rank order.
-  std::vector<int> leaders = lowest_of;
-  std::sort(leaders.begin(), leaders.end());
-  leaders.erase(std::unique(leaders.begin(), leaders.end()), leaders.end());
-  t.nnodes = static_cast<int>(leaders.size());
-  t.members.assign(leaders.size(), {});
-  t.node_of.resize(static_cast<std::size_t>(t.size));
-  t.local_of.resize(static_cast<std::size_t>(t.size));
+Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::string setting) {
+  Topology t;
+  t.size = static_cast<int>(records.size());
+  t.rank = rank;
+  t.virtual_setting = std::move(setting);
+  // A node is a (real node, label) pair; nodes in order of their lowest rank, members in
+  // rank order (records are in rank order, so the first rank seen is the lowest).
+  std::map<std::pair<int, int>, int> index;
+  std::map<int, int> real;
+  t.node_of.resize(records.size());
+  t.local_of.resize(records.size());
   for (int r = 0; r < t.size; ++r) {
-    const auto u = static_cast<std::size_t>(r);
-    const int j = static_cast<int>(std::lower_bound(leaders.begin(), leaders.end(), lowest_of[u]) -
-                                   leaders.begin());
-    t.node_of[u] = j;
-    t.local_of[u] = static_cast<int>(t.members[static_cast<std::size_t>(j)].size());
+    const NodeRecord& rec = records[static_cast<std::size_t>(r)];
+    real.emplace(rec.real_node, 0);
+    const auto [it, added] = index.emplace(std::make_pair(rec.real_node, rec.label),
+                                           static_cast<int>(t.members.size()));
+    if (added) t.members.emplace_back();
+    const int j = it->second;
+    t.node_of[static_cast<std::size_t>(r)] = j;
+    t.local_of[static_cast<std::size_t>(r)] = static_cast<int>(t.members[static_cast<std::size_t>(j)].size());
     t.members[static_cast<std::size_t>(j)].push_back(r);
   }
-  t.node = t.node_of[static_cast<std::size_t>(t.rank)];
-  t.local = t.local_of[static_cast<std::size_t>(t.rank)];
-
+  t.nnodes = static_cast<int>(t.members.size());
+  t.real_nodes = static_cast<int>(real.size());
+  if (t.size == 0) return t;
+  t.node = t.node_of[static_cast<std::size_t>(rank)];
+  t.local = t.local_of[static_cast<std::size_t>(rank)];
+  t.label = records[static_cast<std::size_t>(rank)].label;
+  std::uint64_t covered[std::size(NodeRecord{}.cpus)] = {};
+  for (int r : t.members[static_cast<std::size_t>(t.node)])
+    for (std::size_t w = 0; w < std::size(covered); ++w)
+      covered[w] |= records[static_cast<std::size_t>(r)].cpus[w];
+  for (std::uint64_t w : covered) t.node_cores += std::popcount(w);
   t.machine = machine();
+  return t;
+}
+
+MPI_Comm make_node_comm(const Topology& t, MPI_Comm& shared) {
+  MPI_Comm node = MPI_COMM_NULL;
+  if (t.virtual_setting.empty()) {
+    std::swap(node, shared);  // the shared-memory node is the node
+    return node;
+  }
+  check_mpi(MPI_Comm_split(shared, t.label, t.rank, &node), "MPI_Comm_split");
+  return node;
+}
+
+std::vector<Binding> node_bindings(const Topology& t) {
   const Binding mine = own_binding();
-  t.bindings.resize(static_cast<std::size_t>(t.local_size()));
-  check_mpi(PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, t.bindings.data(), sizeof mine, MPI_BYTE,
-                          t.node_comm),
+  std::vector<Binding> all(static_cast<std::size_t>(t.local_size()));
+  // PMPI_ on purpose: under the interposer, MPI_Allgather would re-enter agx.
+  check_mpi(PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
+                           t.node_comm),
             "MPI_Allgather");
+  return all;
+}
+
+Topology discover_topology(MPI_Comm comm) {
+  int rank = 0, size = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  MPI_Comm shared = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
+            "MPI_Comm_split_type");
+  std::string setting;
+  NodeRecord mine;
+  try {
+    mine = own_record(comm, shared, setting);
+  } catch (...) {
+    MPI_Comm_free(&shared);
+    throw;
+  }
+  std::vector<NodeRecord> all(static_cast<std::size_t>(size));
+  const int rc = PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm);
+  if (rc != MPI_SUCCESS) MPI_Comm_free(&shared);
+  check_mpi(rc, "MPI_Allgather");
+  Topology t = topology_from(all, rank, setting);
+  t.node_comm = make_node_comm(t, shared);
+  if (shared != MPI_COMM_NULL) MPI_Comm_free(&shared);
+  t.bindings = node_bindings(t);
   return t;
 }
 

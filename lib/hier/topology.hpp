@@ -1,10 +1,13 @@
 #pragma once
-// What agx knows about where the ranks of a communicator run, discovered once per
-// communicator (collective) and cached in its hierarchical context.
+// What agx knows about where the ranks of a communicator run, learnt once per
+// communicator in its set-up exchange (lib/api/context.cpp: each rank's NodeRecord, one
+// allgather) and cached in its hierarchical context.
 //
 //   nodes      MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), then optionally cut into
 //              virtual nodes (AGX_VIRTUAL_NODE_SIZE / AGX_VIRTUAL_NODES, see
 //              virtual_nodes.hpp). Ranks of different (virtual) nodes never share memory.
+//              A rank names its node by the lowest rank of its shared-memory
+//              communicator (MPI_Group_translate_ranks: local) and its virtual label.
 //   numbering  nodes are numbered by their lowest communicator rank; inside a node,
 //              ranks are numbered by communicator rank (the "local" index).
 //   inside     hwloc: packages, NUMA domains, cores, PUs of the machine, and for every
@@ -16,6 +19,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,13 @@ struct Machine {
   int packages = 0, numa_nodes = 0, cores = 0, pus = 0, l3_caches = 0, l2_caches = 0;
 };
 
+/// One rank's part of a communicator's set-up exchange: where it runs.
+struct NodeRecord {
+  std::int32_t real_node = 0;   ///< lowest communicator rank of its shared-memory node
+  std::int32_t label = 0;       ///< its virtual-node label there (0: no virtual nodes)
+  std::uint64_t cpus[16] = {};  ///< its CPU affinity mask (the bits of a cpu_set_t)
+};
+
 struct Topology {
   int size = 0, rank = 0;
   int nnodes = 0;
@@ -47,15 +58,34 @@ struct Topology {
   std::vector<std::vector<int>> members;  ///< per node: communicator ranks, increasing
   int real_nodes = 0;                     ///< nodes before the virtual split
   std::string virtual_setting;            ///< the setting that cut virtual nodes, or empty
-  MPI_Comm node_comm = MPI_COMM_NULL;     ///< my node's ranks, rank = local index
+  int label = 0;                          ///< my virtual-node label (NodeRecord::label)
+  int node_cores = 0;  ///< cores the affinity masks of my node's ranks cover together (0: unknown)
+  MPI_Comm node_comm = MPI_COMM_NULL;     ///< my node's ranks, rank = local index (made lazily)
   Machine machine;
-  std::vector<Binding> bindings;          ///< per local rank of my node
+  std::vector<Binding> bindings;          ///< per local rank of my node (node_bindings)
 
   int node_size(int j) const { return static_cast<int>(members[static_cast<std::size_t>(j)].size()); }
   int local_size() const { return node_size(node); }
 };
 
-/// Discovers the topology of `comm` (collective over it). The caller owns node_comm.
+/// This rank's record. `shared` is its shared-memory communicator, made from `comm` by
+/// MPI_Comm_split_type with the rank as key. Local (no communication); throws
+/// agx::Error for a malformed virtual-node setting, whose text goes to `setting`.
+NodeRecord own_record(MPI_Comm comm, MPI_Comm shared, std::string& setting);
+
+/// The topology seen by `rank` from every rank's record: pure (no MPI; tests build it
+/// directly). node_comm stays null and bindings empty.
+Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::string setting);
+
+/// My node's communicator, rank = local index: `shared` itself without virtual nodes
+/// (taken over: `shared` becomes null), else a split of it (collective over `shared`).
+MPI_Comm make_node_comm(const Topology& t, MPI_Comm& shared);
+
+/// The bindings of my node's ranks (collective over t.node_comm).
+std::vector<Binding> node_bindings(const Topology& t);
+
+/// Discovers the topology of `comm` on its own (collective over it: split_type, one
+/// allgather, the node communicator, the bindings), for tools. The caller owns node_comm.
 Topology discover_topology(MPI_Comm comm);
 
 /// The machine of this process.

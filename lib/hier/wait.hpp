@@ -12,6 +12,7 @@
 // which local rank, in which stage) and does not return. Unset, the loop is as cheap
 // as before: one look at the setting after the spin phase.
 
+#include "core/spin.hpp"
 #include "core/timeout.hpp"
 
 #include <linux/futex.h>
@@ -26,13 +27,8 @@
 
 namespace agx::hier {
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+using agx::cpu_relax;  // core/spin.hpp
+using agx::spin_then_yield;
 
 /// The node's wake-up word, in shared memory (local rank 0's slot).
 struct NodeSignal {
@@ -63,16 +59,6 @@ void sleep_once(NodeSignal& s, Pred& ready) {
             nullptr, 0);
   }
   s.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-}
-
-/// Returns once `ready()` is true. Spins `spin` checks, then yields between checks.
-template <class Pred>
-void spin_then_yield(Pred ready, int spin = 64) {
-  for (int i = 0; i < spin; ++i) {
-    if (ready()) return;
-    cpu_relax();
-  }
-  while (!ready()) sched_yield();
 }
 
 /// As spin_then_yield, or, with `sleep` set (an oversubscribed node), sleeping on it

@@ -14,6 +14,7 @@
 #include <agx/encoded.hpp>
 #include <agx/error.hpp>
 
+#include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 #include "cuda/memory.hpp"
@@ -279,14 +280,15 @@ int gather(const GatherCall& c) {
   const double t0 = timed ? PMPI_Wtime() : 0.0;
   // First thing, before any check that could fail on some ranks only: the collective
   // set-up that nonblocking calls on this communicator rely on (ready_for_nonblocking).
-  CommContext::of(c.comm).selector();
+  context(c.comm);
   const PreparedCall p(c);
   p.stage_in();
   const AlgorithmChoice a = pick_algorithm(p);
   Algorithm ran = Algorithm::automatic;
   const auto direct = [&] {  // receive buffers in shared regions (hier/direct_write.hpp)
     return !settings().algo_set &&
-           hier::direct_write_auto(CommContext::of(c.comm), Options{}, p.buffers, p.layout);
+           hier::direct_write_auto(context(c.comm), Options{}, p.buffers, p.layout,
+                                   &cuda::is_device_memory);
   };
   if (!gather_compressed(c, p, a, ran))
     ran = direct() ? Algorithm::shared_memory
@@ -339,7 +341,7 @@ bool ready_for_nonblocking(MPI_Comm comm, const char* function) {
   bool ready = false;
   try {
     const CommContext* ctx = CommContext::find(comm);
-    ready = ctx != nullptr && ctx->ready_for_nonblocking();
+    ready = ctx != nullptr;  // set up whole by a blocking call (api/context.hpp)
   } catch (...) {  // the MPI library reports what is wrong with comm
   }
   if (ready) return true;

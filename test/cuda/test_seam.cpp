@@ -14,6 +14,7 @@
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
 
+#include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/executor.hpp"
 #include "core/planner.hpp"
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   int n = 0, me = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  agx::CommContext& ctx = agx::CommContext::of(MPI_COMM_WORLD);
+  agx::CommContext& ctx = agx::context(MPI_COMM_WORLD);
   agx::test::SeamOps ops(1234u + static_cast<unsigned>(me), fault);
   agx::cuda::PinnedPool pool(ops);
   Totals t;

@@ -10,6 +10,7 @@
 
 #include <agx/agx.hpp>
 
+#include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "hier/hier.hpp"
 #include "hier/hier_context.hpp"
@@ -94,7 +95,7 @@ void run_case(MPI_Comm comm, const char* comm_name, const Case& c, unsigned salt
 }
 
 int nodes_of(MPI_Comm comm) {
-  return agx::hier::hier_context(agx::CommContext::of(comm)).topo.nnodes;
+  return agx::hier::hier_context(agx::context(comm)).topo.nnodes;
 }
 
 }  // namespace
@@ -111,11 +112,14 @@ int main(int argc, char** argv) {
   if (argc > 1 && world_nodes != std::atoi(argv[1]))
     fail(me, "expected " + std::string(argv[1]) + " nodes, topology has " + std::to_string(world_nodes));
   // Ranks of different (virtual) nodes never share a node communicator.
-  const agx::hier::Topology& t = agx::hier::hier_context(agx::CommContext::of(MPI_COMM_WORLD)).topo;
+  // The node communicator is made on first use (collective over the shared-memory node).
+  agx::hier::HierContext& h = agx::hier::hier_context(agx::context(MPI_COMM_WORLD));
+  const agx::hier::Topology& t = h.topo;
   int node_comm_size = 0;
-  MPI_Comm_size(t.node_comm, &node_comm_size);
+  MPI_Comm_size(h.node_comm(), &node_comm_size);
   if (node_comm_size != t.local_size()) fail(me, "node communicator does not match the node");
-  if (me == 0) std::printf("%s", agx::hier::describe(MPI_COMM_WORLD).c_str());
+  const std::string report = agx::hier::describe(agx::context(MPI_COMM_WORLD));  // collective
+  if (me == 0) std::printf("%s", report.c_str());
 
   unsigned salt = 1;
   for (agx::Algorithm algo : {agx::Algorithm::hierarchical, agx::Algorithm::shared_memory})

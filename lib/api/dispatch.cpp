@@ -1,0 +1,83 @@
+// The paths of a call (dispatch.hpp): blocking, and one start of a nonblocking or
+// persistent call.
+
+#include "api/dispatch.hpp"
+
+#include "core/config.hpp"
+#include "core/consistency.hpp"
+#include "core/nonblocking.hpp"
+#include "core/select.hpp"
+#include "cuda/device_path.hpp"
+
+#include <limits>
+
+namespace agx {
+
+Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                       const Layout& layout) {
+  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
+  // Device buffers: lib/cuda, which says what it ran (docs/gpu.md).
+  if (const auto ran = cuda::run_device(ctx, a, buffers, layout)) return ran->algorithm;
+  if (is_node_path(a.id)) {  // lib/hier's tuned blocking variants of the node schedules
+    hier::run(ctx, a.id, buffers, layout);
+    return a.id;
+  }
+  Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
+              config().max_message_bytes, Checks::of(a.id));
+  e.start();
+  wait_blocking(e);
+  return a.id;
+}
+
+AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+                                   bool in_place) {
+  // The same choice as a blocking call's: shared_memory and hierarchical run on the
+  // round engine too (lib/hier/node_call.cpp). Only while the node's segment is not yet
+  // set up or too small for this call does `auto` take the best point-to-point
+  // algorithm instead; a forced node path sets it up then.
+  const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
+  const bool forced = options.algorithm != Algorithm::automatic ||
+                      (options.use_environment && config().forced.has_value());
+  if (!is_node_path(a.id) || forced || hier::node_call_ready(ctx, layout)) return a;
+  AlgorithmChoice best{Algorithm::ring, 0};
+  double best_s = std::numeric_limits<double>::infinity();
+  for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
+    if (!is_node_path(alg.id) && s < best_s) best_s = s, best = alg;  // same on every rank
+  return best;
+}
+
+StartedCall::StartedCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                         const Layout& layout, detail::PersistentRounds* rounds)
+    : ctx_(ctx), choice_(a), buffers_(buffers), layout_(layout), rounds_(rounds) {
+  // Device buffers: lib/cuda decides without blocking, advanced by test(); the host path
+  // starts when lib/cuda settles the call (at once where no rank sees a GPU; else in
+  // call order once the ranks agreed on memory kinds).
+  device_.emplace(ctx, a, buffers, layout, [this] { start_host(); });
+}
+
+void StartedCall::start_host() {
+  if (is_node_path(choice_.id)) {  // the node schedule on the round engine
+    node_ = hier::start_node_call(ctx_, choice_.id, buffers_, layout_);
+    return;
+  }
+  if (rounds_ != nullptr) {
+    rounds_->start();
+    return;
+  }
+  execution_.emplace(ctx_.schedule(choice_), buffers_, layout_, ctx_.comm(), ctx_.next_tag(),
+                     config().max_message_bytes, Checks::of(choice_.id));
+  execution_->start();
+}
+
+bool StartedCall::test() {
+  if (device_) {
+    const std::optional<bool> on_device = device_->test();
+    if (!on_device) return false;
+    if (*on_device) return true;
+  }
+  if (node_) return hier::test_node_call(*node_);
+  if (rounds_ != nullptr) return rounds_->test();
+  return !execution_ || execution_->test();
+}
+
+}  // namespace agx

@@ -1,0 +1,67 @@
+#pragma once
+// The one place where a call's path is decided, above lib/core, lib/hier and lib/cuda
+// (which know nothing of each other's paths; docs/algorithms.md, "Layering"):
+//
+//   device buffers                 lib/cuda's device path, settled first (the ranks agree
+//                                  on memory kinds), run whole
+//   shared_memory, hierarchical    lib/hier: a blocking call runs its tuned node stages,
+//                                  a nonblocking or persistent one the node schedule on
+//                                  lib/core's round engine (advanced by test())
+//   every other algorithm          lib/core's round engine: an Execution, or a plan's
+//                                  persistent requests
+
+#include <agx/algorithm.hpp>
+#include <agx/bytes.hpp>
+#include <agx/options.hpp>
+
+#include "core/comm_context.hpp"
+#include "core/executor.hpp"
+#include "core/persistent.hpp"
+#include "cuda/device_path.hpp"
+#include "hier/hier.hpp"
+
+#include <optional>
+
+namespace agx {
+
+/// Runs `a` (a choice of select_algorithm for this call) on checked buffers and layout:
+/// the blocking call once its algorithm is chosen (also the interposer's repeated calls,
+/// pmpi/fast_call.cpp).
+/// Returns the algorithm that ran (device buffers may run another, lib/cuda).
+Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                       const Layout& layout);
+
+/// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
+/// `auto` takes the best point-to-point algorithm while the node's segment is not set up
+/// or too small for the call (making or growing it is collective).
+AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
+                                   bool in_place);
+
+/// One start of a nonblocking or persistent call on its path, advanced by test().
+class StartedCall {
+ public:
+  /// Starts `a`. `rounds`: a plan's persistent requests (point-to-point algorithms;
+  /// null for a single call, whose schedule runs in an Execution with its own tag).
+  /// `ctx`, `layout` and `rounds` must outlive the StartedCall (the operation owns them).
+  StartedCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+              const Layout& layout, detail::PersistentRounds* rounds);
+  StartedCall(const StartedCall&) = delete;
+  StartedCall& operator=(const StartedCall&) = delete;
+
+  /// Advances without blocking; true once the call is complete on this rank.
+  bool test();
+
+ private:
+  void start_host();
+
+  CommContext& ctx_;
+  AlgorithmChoice choice_;
+  Buffers buffers_;
+  const Layout& layout_;
+  hier::NodeCallPtr node_;
+  std::optional<Execution> execution_;
+  detail::PersistentRounds* rounds_ = nullptr;
+  std::optional<cuda::DeviceCall> device_;  // destroyed first: it may run a path on buffers_
+};
+
+}  // namespace agx

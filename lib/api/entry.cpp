@@ -1,0 +1,111 @@
+// The library's byte-level entry points (include/agx/bytes.hpp, request.hpp): check,
+// set up the communicator on first use (context.hpp), choose, and run on the call's
+// path (dispatch.hpp). Blocking calls advance running nonblocking ones while they wait.
+
+#include <agx/bytes.hpp>
+#include <agx/error.hpp>
+#include <agx/request.hpp>
+
+#include "api/context.hpp"
+#include "api/dispatch.hpp"
+#include "core/config.hpp"
+#include "core/consistency.hpp"
+#include "core/nonblocking.hpp"
+#include "core/persistent.hpp"
+#include "core/select.hpp"
+#include "cuda/memory.hpp"
+#include "hier/direct_write.hpp"
+
+#include <memory>
+#include <optional>
+
+namespace agx {
+namespace {
+
+/// One nonblocking call: the communicator's private duplicate, the call's own tag.
+class Single final : public detail::Operation {
+ public:
+  Single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
+      : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers) {}
+
+ private:
+  void do_start() override { call_.emplace(*ctx_, choice(), buffers_, layout(), nullptr); }
+  bool do_test() override { return call_->test(); }
+
+  std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
+  Buffers buffers_;
+  std::optional<StartedCall> call_;
+};
+
+/// A persistent call: point-to-point algorithms on persistent requests made once
+/// (core/persistent.hpp); device buffers and node paths per start, as single calls.
+class Persistent final : public detail::Operation {
+ public:
+  Persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
+      : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers) {
+    if (!is_node_path(a.id)) rounds_.emplace(ctx, a, buffers, this->layout());
+  }
+
+ private:
+  void do_start() override {
+    if (rounds_) rounds_->check_usable();
+    call_.reset();
+    call_.emplace(*ctx_, choice(), buffers_, layout(), rounds_ ? &*rounds_ : nullptr);
+  }
+  bool do_test() override { return call_->test(); }
+
+  std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
+  Buffers buffers_;
+  std::optional<detail::PersistentRounds> rounds_;
+  std::optional<StartedCall> call_;
+};
+
+template <class Op>
+detail::OperationPtr make(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                          const Layout& layout) {
+  detail::OperationPtr op(new Op(ctx, a, buffers, layout));
+  detail::progress_register(op.get());
+  return op;
+}
+
+}  // namespace
+
+Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                          const Options& options) {
+  check_config();
+  CommContext& ctx = checked_context(comm, buffers, layout);
+  // Receive buffers in agx's shared regions on one node (hier/direct_write.hpp).
+  if (hier::direct_write_auto(ctx, options, buffers, layout, &cuda::is_device_memory))
+    return Algorithm::shared_memory;
+  const AlgorithmChoice a = select_algorithm(ctx, layout, options, buffers.in_place);
+  return run_selected(ctx, a, buffers, layout);
+}
+
+AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options,
+                                 bool in_place) {
+  return select_algorithm(context(comm), layout, options, in_place);
+}
+
+Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                              const Options& options) {
+  check_config();
+  detail::progress_from_environment();
+  CommContext& ctx = checked_context(comm, buffers, layout);
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // synchronizing
+  detail::OperationPtr op = make<Single>(ctx, a, buffers, layout);
+  op->start();
+  return Request(std::move(op));
+}
+
+Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                          const Options& options) {
+  check_config();
+  detail::progress_from_environment();
+  CommContext& ctx = checked_context(comm, buffers, layout);
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // once, at planning
+  return Plan(make<Persistent>(ctx, a, buffers, layout));
+}
+
+}  // namespace agx

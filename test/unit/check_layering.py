@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""The layers of lib/ (docs/algorithms.md, "Layering"), checked on every #include "x/...".
+
+A folder may include its own headers and those of folders in lower layers only:
+
+  0  core                         schedules, planners' interface, round engine, selector
+  1  direct ring rd               point-to-point planners
+  2  hier                         node planners, shared segments, topology
+  3  cuda                         device paths
+  4  api                          set-up of a communicator and the dispatch among paths
+  5  codec fused pmpi             built on the entry points
+
+    test/unit/check_layering.py [SOURCE_ROOT]   # exit 0: clean; 1: each violation printed
+"""
+import pathlib
+import re
+import sys
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
+layers = [["core"], ["direct", "ring", "rd"], ["hier"], ["cuda"], ["api"], ["codec", "fused", "pmpi"]]
+layer_of = {name: i for i, names in enumerate(layers) for name in names}
+top = len(layers) - 1
+
+problems = []
+folders = sorted(p for p in (root / "lib").iterdir() if p.is_dir())
+for folder in folders:
+    if folder.name not in layer_of:
+        problems.append(f"lib/{folder.name}: no layer (add it to test/unit/check_layering.py)")
+        continue
+    mine = layer_of[folder.name]
+    for path in sorted(folder.rglob("*")):
+        if path.suffix not in (".cpp", ".hpp", ".cu", ".h", ".c") or not path.is_file():
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.match(r'\s*#\s*include\s+"([a-z_]+)/', line)
+            if not m or m.group(1) == folder.name or m.group(1) not in layer_of:
+                continue
+            other = layer_of[m.group(1)]
+            if other < mine or (other == mine == top):
+                continue
+            problems.append(f"{path.relative_to(root)}:{n}: lib/{folder.name} (layer {mine}) "
+                            f"includes {m.group(1)}/ (layer {other}): {line.strip()}")
+for p in problems:
+    print(p)
+sys.exit(1 if problems else 0)
