@@ -411,6 +411,11 @@ std::optional<DeviceRun> last_run() { return last_ran; }
 
 std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                                     const Layout& layout) {
+  // Host-only jobs (no CUDA built, or no rank sees a GPU) settle at once: no call object
+  // (it copies the layout), nothing allocated on the blocking path.
+  if (!built_with_cuda()) return std::nullopt;
+  if (const CommState& state = state_of(ctx); !state.device_calls && !state.settings_differ)
+    return std::nullopt;
   DeviceCall call(ctx, a, buffers, layout);
   for (;;) {
     if (const std::optional<bool> on_device = call.test()) return call.ran();

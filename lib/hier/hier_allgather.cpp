@@ -185,7 +185,8 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
 }  // namespace
 
 HierContext& hier_context(CommContext& ctx) {
-  auto* h = dynamic_cast<HierContext*>(ctx.node_state());
+  // The only kind of node state there is (api/context.cpp makes it with the context).
+  auto* h = static_cast<HierContext*>(ctx.node_state());
   if (h == nullptr) throw Error(MPI_ERR_INTERN, "agx: the communicator has no node state");
   return *h;
 }
