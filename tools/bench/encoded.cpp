@@ -2,6 +2,7 @@
 // (tools/bench/encoded.hpp).
 
 #include "encoded.hpp"
+#include "timing.hpp"
 
 #include <agx/agx.hpp>
 #include <agx/encoded.hpp>
@@ -63,7 +64,8 @@ double measure(MPI_Comm comm, const Settings& s, std::vector<std::byte>& got,
                const std::vector<std::byte>& want, const std::function<void()>& call) {
   int ok = 1, all_ok = 0;
   std::fill(got.begin(), got.end(), std::byte{0});
-  double t0 = MPI_Wtime(), once = 0;
+  const double t0 = MPI_Wtime();
+  double once = 0;
   try {
     call();
     once = MPI_Wtime() - t0;
@@ -77,16 +79,11 @@ double measure(MPI_Comm comm, const Settings& s, std::vector<std::byte>& got,
   MPI_Allreduce(MPI_IN_PLACE, &once, 1, MPI_DOUBLE, MPI_MAX, comm);
   const int iters = std::clamp(once > 0 ? static_cast<int>(s.batch_seconds / once) : s.max_iters, 1,
                                s.max_iters);
-  std::vector<double> samples;
-  for (int p = 0; p < s.passes; ++p)
-    for (int i = 0; i < iters; ++i) {
-      MPI_Barrier(comm);
-      t0 = MPI_Wtime();
-      call();
-      double t = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-      samples.push_back(t);
-    }
+  std::vector<double> samples;  // the barrier method (timing.hpp), s.passes batches
+  for (int p = 0; p < s.passes; ++p) {
+    const std::vector<double> batch = barrier_batch(comm, iters, call);
+    samples.insert(samples.end(), batch.begin(), batch.end());
+  }
   ok = got == want ? 1 : 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
   return all_ok ? median(samples) : -1;

@@ -2,6 +2,7 @@
 // (tools/bench/fused.hpp).
 
 #include "fused.hpp"
+#include "timing.hpp"
 
 #include <agx/agx.hpp>
 
@@ -60,7 +61,7 @@ double median(std::vector<double> v) {
 /// slowest rank's seconds per call, or a negative value for a wrong result.
 double measure(MPI_Comm comm, const Settings& s, Members& m, const std::function<void()>& call) {
   m.clear();
-  double t0 = MPI_Wtime();
+  const double t0 = MPI_Wtime();
   call();
   double once = MPI_Wtime() - t0;
   int ok = m.check() ? 1 : 0, all_ok = 0;
@@ -69,16 +70,11 @@ double measure(MPI_Comm comm, const Settings& s, Members& m, const std::function
   MPI_Allreduce(MPI_IN_PLACE, &once, 1, MPI_DOUBLE, MPI_MAX, comm);
   const int iters = std::clamp(once > 0 ? static_cast<int>(s.batch_seconds / once) : s.max_iters, 1,
                                s.max_iters);
-  std::vector<double> samples;
-  for (int p = 0; p < s.passes; ++p)
-    for (int i = 0; i < iters; ++i) {
-      MPI_Barrier(comm);
-      t0 = MPI_Wtime();
-      call();
-      double t = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-      samples.push_back(t);
-    }
+  std::vector<double> samples;  // the barrier method (timing.hpp), s.passes batches
+  for (int p = 0; p < s.passes; ++p) {
+    const std::vector<double> batch = barrier_batch(comm, iters, call);
+    samples.insert(samples.end(), batch.begin(), batch.end());
+  }
   ok = m.check() ? 1 : 0;  // and after the last timed call
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
   return all_ok ? median(samples) : -1;
