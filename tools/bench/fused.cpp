@@ -51,12 +51,6 @@ struct Members {
   }
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 /// Verifies `call` once (which also warms up), then times it; returns the median of the
 /// slowest rank's seconds per call, or a negative value for a wrong result.
 double measure(MPI_Comm comm, const Settings& s, Members& m, const std::function<void()>& call) {
@@ -68,16 +62,10 @@ double measure(MPI_Comm comm, const Settings& s, Members& m, const std::function
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
   if (!all_ok) return -1;
   MPI_Allreduce(MPI_IN_PLACE, &once, 1, MPI_DOUBLE, MPI_MAX, comm);
-  const int iters = std::clamp(once > 0 ? static_cast<int>(s.batch_seconds / once) : s.max_iters, 1,
-                               s.max_iters);
-  std::vector<double> samples;  // the barrier method (timing.hpp), s.passes batches
-  for (int p = 0; p < s.passes; ++p) {
-    const std::vector<double> batch = barrier_batch(comm, iters, call);
-    samples.insert(samples.end(), batch.begin(), batch.end());
-  }
+  const double t = barrier_median(comm, s.passes, once, s.batch_seconds, s.max_iters, call);
   ok = m.check() ? 1 : 0;  // and after the last timed call
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-  return all_ok ? median(samples) : -1;
+  return all_ok ? t : -1;
 }
 
 int run_one_k(MPI_Comm comm, const Settings& s, int k, std::FILE* csv) {

@@ -120,4 +120,17 @@ WindowTimes window_batch(MPI_Comm comm, int iters, double window, const ClockSyn
   return w;
 }
 
+double barrier_median(MPI_Comm comm, int passes, double once, double batch_seconds, int max_iters,
+                      const Call& call) {
+  const int iters =
+      std::clamp(once > 0 ? static_cast<int>(batch_seconds / once) : max_iters, 1, max_iters);
+  std::vector<double> samples;
+  for (int p = 0; p < passes; ++p) {
+    const std::vector<double> batch = barrier_batch(comm, iters, call);
+    samples.insert(samples.end(), batch.begin(), batch.end());
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
 }  // namespace bench

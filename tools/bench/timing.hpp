@@ -37,6 +37,12 @@ using Call = std::function<void()>;
 /// Barrier method: one sample per iteration, the slowest rank's time.
 std::vector<double> barrier_batch(MPI_Comm comm, int iters, const Call& call);
 
+/// The barrier method over `passes` batches, each of as many iterations as fit
+/// `batch_seconds` after one call took `once` seconds on the slowest rank (1 to
+/// `max_iters`); the median sample (the modes --fused and --encoded).
+double barrier_median(MPI_Comm comm, int passes, double once, double batch_seconds, int max_iters,
+                      const Call& call);
+
 /// OSU method: one sample per iteration, the ranks' mean time.
 std::vector<double> osu_batch(MPI_Comm comm, int iters, const Call& call);
 
