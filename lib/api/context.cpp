@@ -10,6 +10,7 @@
 #include "core/tuning.hpp"
 #include "hier/hier.hpp"
 #include "hier/hier_context.hpp"
+#include "hier/topology.hpp"
 
 #include <limits>
 #include <memory>
@@ -69,9 +70,9 @@ CommContext& set_up(MPI_Comm user_comm) {
   check_mpi(MPI_Comm_rank(c.comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(c.comm, &size), "MPI_Comm_size");
 
-  // 2. This rank's shared-memory node.
-  check_mpi(MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &c.shared),
-            "MPI_Comm_split_type");
+  // 2. Only under AGX_NODE_DETECT=mpi: the MPI library's shared-memory node (else the
+  // records name each rank's machine; topology.hpp).
+  c.shared = hier::shared_comm_if_asked(c.comm);
 
   // 3. One record per rank. A malformed virtual-node setting still joins the exchange
   // (the other ranks are in it), then fails.

@@ -29,6 +29,26 @@ Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers
   return a.id;
 }
 
+bool is_automatic(const Options& options) {
+  return options.algorithm == Algorithm::automatic &&
+         !(options.use_environment && config().forced.has_value());
+}
+
+AlgorithmChoice best_point_to_point(CommContext& ctx, const Layout& layout, bool in_place) {
+  AlgorithmChoice best{Algorithm::ring, 0};
+  double best_s = std::numeric_limits<double>::infinity();
+  for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
+    if (!is_node_path(alg.id) && s < best_s) best_s = s, best = alg;  // same on every rank
+  return best;
+}
+
+AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
+                                bool in_place) {
+  const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
+  if (!is_node_path(a.id) || !is_automatic(options) || !hier::defer_node_set_up(ctx)) return a;
+  return best_point_to_point(ctx, layout, in_place);
+}
+
 AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
                                    bool in_place) {
   // The same choice as a blocking call's: shared_memory and hierarchical run on the
@@ -36,14 +56,8 @@ AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const
   // set up or too small for this call does `auto` take the best point-to-point
   // algorithm instead; a forced node path sets it up then.
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
-  const bool forced = options.algorithm != Algorithm::automatic ||
-                      (options.use_environment && config().forced.has_value());
-  if (!is_node_path(a.id) || forced || hier::node_call_ready(ctx, layout)) return a;
-  AlgorithmChoice best{Algorithm::ring, 0};
-  double best_s = std::numeric_limits<double>::infinity();
-  for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
-    if (!is_node_path(alg.id) && s < best_s) best_s = s, best = alg;  // same on every rank
-  return best;
+  if (!is_node_path(a.id) || !is_automatic(options) || hier::node_call_ready(ctx, layout)) return a;
+  return best_point_to_point(ctx, layout, in_place);
 }
 
 StartedCall::StartedCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,

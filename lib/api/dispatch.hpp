@@ -31,6 +31,22 @@ namespace agx {
 Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                        const Layout& layout);
 
+/// Whether `options` leave the choice to agx (no forced algorithm, nor AGX_ALGO where
+/// the environment counts).
+bool is_automatic(const Options& options);
+
+/// The point-to-point algorithm the cost model prices lowest for this call.
+AlgorithmChoice best_point_to_point(CommContext& ctx, const Layout& layout, bool in_place);
+
+/// The algorithm of a blocking call: select_algorithm's, except that the first blocking
+/// call on a communicator for which `auto` picks a node path runs the best point-to-point
+/// algorithm instead, so that a communicator used once never makes the node's segment
+/// (its creation, mapping and probe cost many times an MPI_Comm_dup); the next such call makes it. The
+/// same on every rank: blocking calls come in the same order everywhere
+/// (docs/interposer.md, "The first call on a new communicator").
+AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
+                                bool in_place);
+
 /// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
 /// `auto` takes the best point-to-point algorithm while the node's segment is not set up
 /// or too small for the call (making or growing it is collective).

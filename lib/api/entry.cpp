@@ -77,7 +77,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   // Receive buffers in agx's shared regions on one node (hier/direct_write.hpp).
   if (hier::direct_write_auto(ctx, options, buffers, layout, &cuda::is_device_memory))
     return Algorithm::shared_memory;
-  const AlgorithmChoice a = select_algorithm(ctx, layout, options, buffers.in_place);
+  const AlgorithmChoice a = select_blocking(ctx, layout, options, buffers.in_place);
   return run_selected(ctx, a, buffers, layout);
 }
 

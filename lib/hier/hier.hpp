@@ -46,6 +46,10 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
 /// node's flag segment exists and its data segment needs no growth (the same answer on
 /// every rank: both are made only by calls every rank makes alike).
 bool node_call_ready(CommContext& ctx, const Layout& layout);
+/// Whether a blocking `auto` call that picked a node path should run point-to-point this
+/// once: true at the first such call on `ctx` while its node state is not made (the
+/// call marks it; the next one makes it). Every rank calls it alike (blocking calls).
+bool defer_node_set_up(CommContext& ctx);
 /// True once the call is complete on this rank.
 bool test_node_call(NodeCall& call);
 

@@ -88,7 +88,7 @@ HierContext::HierContext(Topology topology, MPI_Comm c, MPI_Comm shared)
 
 MPI_Comm HierContext::node_comm() {
   if (topo.node_comm == MPI_COMM_NULL) {
-    topo.node_comm = make_node_comm(topo, shared_);
+    topo.node_comm = make_node_comm(topo, comm, shared_);
     if (shared_ != MPI_COMM_NULL) MPI_Comm_free(&shared_);
   }
   return topo.node_comm;

@@ -73,15 +73,16 @@ struct alignas(64) Slot {
 class HierContext final : public NodeState {
  public:
   /// No communication: the topology (from the communicator's set-up exchange) and the
-  /// number of leaders. `comm` is the communicator's private duplicate; `shared` its
-  /// shared-memory communicator (owned from now on; the node communicator is made of it).
+  /// number of leaders. `comm` is the communicator's private duplicate; `shared` null, or
+  /// under AGX_NODE_DETECT=mpi its shared-memory communicator (owned from now on; the
+  /// node communicator is made of it).
   HierContext(Topology topology, MPI_Comm comm, MPI_Comm shared);
   /// Collective over the communicator, once (its first node-path call, which every rank
   /// makes): the node and leader communicators, the flag segment and the single-copy
   /// probe, which only the shared-memory paths need (a communicator whose calls take
   /// point-to-point paths never pays for them). Call before any slot or `cma` use.
   void prepare_node();
-  /// The node communicator (collective over the shared-memory node the first time).
+  /// The node communicator (collective over the communicator the first time).
   MPI_Comm node_comm();
   bool node_prepared() const { return node_ready_; }
   bool node_ready() const { return node_ready_; }
@@ -101,6 +102,7 @@ class HierContext final : public NodeState {
 
   MPI_Comm comm = MPI_COMM_NULL;         ///< the communicator's private duplicate
   Algorithm running = Algorithm::shared_memory;  ///< the call in progress (for reports)
+  bool node_set_up_deferred = false;  ///< a first auto call ran point-to-point (hier.hpp)
 
   /// AGX_TIMEOUT: reports that this rank waited `seconds` in `stage` for `what` (a flag of
   /// a local rank, see local_name) and fails as AGX_TIMEOUT_ACTION says; never returns.

@@ -214,6 +214,13 @@ bool node_call_ready(CommContext& ctx, const Layout& layout) {
   return total == 0 || h->fits(total);
 }
 
+bool defer_node_set_up(CommContext& ctx) {
+  HierContext& h = hier_context(ctx);
+  if (h.node_prepared() || h.node_set_up_deferred) return false;
+  h.node_set_up_deferred = true;
+  return true;
+}
+
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
                             const Layout& layout) {
   HierContext& h = hier_context(ctx);

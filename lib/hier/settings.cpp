@@ -39,6 +39,11 @@ Settings read_environment() {
     else if (text == "sleep") s.wait = Settings::Wait::sleep;
     else s.invalid_wait = text;
   }
+  if (const char* d = std::getenv("AGX_NODE_DETECT"); d != nullptr && *d != '\0') {
+    const std::string text = d;
+    if (text == "mpi") s.node_detect_mpi = true;
+    else if (text != "host") s.invalid_node_detect = text;
+  }
   if (const char* t = std::getenv("AGX_VIRTUAL_NODES"); t != nullptr) s.virtual_nodes = t;
   if (const char* t = std::getenv("AGX_VIRTUAL_NODE_SIZE"); t != nullptr) s.virtual_node_size = t;
   return s;

@@ -17,6 +17,9 @@
 //                             yield the core, or sleep on a futex until a flag moves;
 //                             auto (default): sleep where the node has more ranks than
 //                             the cores their affinity masks cover, else yield (wait.hpp)
+//   AGX_NODE_DETECT=host|mpi  how ranks of one machine are found (topology.hpp): by host
+//                             name and boot id (default, no collective) or by the MPI
+//                             library's MPI_Comm_split_type
 //   AGX_VIRTUAL_NODES, AGX_VIRTUAL_NODE_SIZE   their texts, parsed per communicator by
 //                             virtual_nodes.cpp
 
@@ -38,6 +41,8 @@ struct Settings {
   std::optional<std::size_t> cma_min_bytes;  ///< unset: decided by the setup probe
   enum class Wait { automatic, yield, sleep } wait = Wait::automatic;
   std::string invalid_wait;  ///< AGX_WAIT text that is none of auto, yield, sleep
+  bool node_detect_mpi = false;     ///< AGX_NODE_DETECT=mpi
+  std::string invalid_node_detect;  ///< AGX_NODE_DETECT text that is neither host nor mpi
   std::string virtual_nodes;      ///< AGX_VIRTUAL_NODES text (virtual_nodes.hpp); empty: unset
   std::string virtual_node_size;  ///< AGX_VIRTUAL_NODE_SIZE text; empty: unset
 };

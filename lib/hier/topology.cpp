@@ -1,12 +1,15 @@
-// Topology discovery: MPI for nodes, hwloc for the inside of a node (topology.hpp).
-// A rank's record is local (split_type's group translated to the communicator's);
-// the records of all ranks come from the communicator's set-up exchange, and the
-// topology is a pure function of them. The node communicator and the bindings are
+// Topology discovery: host names for nodes, hwloc for the inside of a node (topology.hpp).
+// A rank's record is local (its machine's identity, or under AGX_NODE_DETECT=mpi
+// split_type's group translated to the communicator's); the records of all ranks come
+// from the communicator's set-up exchange, and the topology is a pure function of them. The node communicator and the bindings are
 // made only when a node path or a report needs them.
 
 #include "hier/topology.hpp"
 
+#include <agx/error.hpp>
+
 #include "core/mpi_check.hpp"
+#include "hier/settings.hpp"
 #include "hier/virtual_nodes.hpp"
 
 #include <hwloc.h>
@@ -16,6 +19,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -90,23 +94,45 @@ Binding own_binding() {
   return b;
 }
 
+std::uint64_t host_identity() {
+  static const std::uint64_t id = [] {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) != 0) name[0] = '\0';
+    std::string text = name;
+    // Two machines may share a host name (containers); a boot id is unique per boot.
+    if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char boot[64] = {};
+      if (std::fgets(boot, sizeof boot, f) != nullptr) text += std::string("\n") + boot;
+      std::fclose(f);
+    }
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+  }();
+  return id;
+}
+
 NodeRecord own_record(MPI_Comm comm, MPI_Comm shared, std::string& setting) {
   NodeRecord r;
-  int rank = 0, real_local = 0;
+  int rank = 0;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_rank(shared, &real_local), "MPI_Comm_rank");
-  // The shared communicator's rank 0 is its lowest communicator rank (rank is the key).
-  MPI_Group shared_group = MPI_GROUP_NULL, comm_group = MPI_GROUP_NULL;
-  check_mpi(MPI_Comm_group(shared, &shared_group), "MPI_Comm_group");
-  check_mpi(MPI_Comm_group(comm, &comm_group), "MPI_Comm_group");
-  const int first = 0;
-  int lowest = 0;
-  const int rc = MPI_Group_translate_ranks(shared_group, 1, &first, comm_group, &lowest);
-  MPI_Group_free(&shared_group);
-  MPI_Group_free(&comm_group);
-  check_mpi(rc, "MPI_Group_translate_ranks");
-  r.real_node = lowest;
-  r.label = virtual_node_label(rank, real_local, setting);
+  r.host = host_identity();
+  if (shared != MPI_COMM_NULL) {
+    // The shared communicator's rank 0 is its lowest communicator rank (rank is the key).
+    MPI_Group shared_group = MPI_GROUP_NULL, comm_group = MPI_GROUP_NULL;
+    check_mpi(MPI_Comm_group(shared, &shared_group), "MPI_Comm_group");
+    check_mpi(MPI_Comm_group(comm, &comm_group), "MPI_Comm_group");
+    const int first = 0;
+    int lowest = 0;
+    const int rc = MPI_Group_translate_ranks(shared_group, 1, &first, comm_group, &lowest);
+    MPI_Group_free(&shared_group);
+    MPI_Group_free(&comm_group);
+    check_mpi(rc, "MPI_Group_translate_ranks");
+    r.host = static_cast<std::uint64_t>(lowest);
+  }
+  const VirtualRule rule = virtual_node_rule(rank, setting);
+  r.label = rule.label;
+  r.per_local = rule.per_local;
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);  // unknown: no cores
@@ -120,16 +146,17 @@ Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::st
   t.size = static_cast<int>(records.size());
   t.rank = rank;
   t.virtual_setting = std::move(setting);
-  // A node is a (real node, label) pair; nodes in order of their lowest rank, members in
+  // A node is a (machine, label) pair; nodes in order of their lowest rank, members in
   // rank order (records are in rank order, so the first rank seen is the lowest).
-  std::map<std::pair<int, int>, int> index;
-  std::map<int, int> real;
+  std::map<std::pair<std::uint64_t, int>, int> index;
+  std::map<std::uint64_t, int> real;  // machine -> ranks seen on it so far
   t.node_of.resize(records.size());
   t.local_of.resize(records.size());
   for (int r = 0; r < t.size; ++r) {
     const NodeRecord& rec = records[static_cast<std::size_t>(r)];
-    real.emplace(rec.real_node, 0);
-    const auto [it, added] = index.emplace(std::make_pair(rec.real_node, rec.label),
+    const int on_machine = real[rec.host]++;  // this rank's index inside its machine
+    const int label = rec.per_local > 0 ? on_machine / rec.per_local : rec.label;
+    const auto [it, added] = index.emplace(std::make_pair(rec.host, label),
                                            static_cast<int>(t.members.size()));
     if (added) t.members.emplace_back();
     const int j = it->second;
@@ -142,7 +169,12 @@ Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::st
   if (t.size == 0) return t;
   t.node = t.node_of[static_cast<std::size_t>(rank)];
   t.local = t.local_of[static_cast<std::size_t>(rank)];
-  t.label = records[static_cast<std::size_t>(rank)].label;
+  {
+    const NodeRecord& mine = records[static_cast<std::size_t>(rank)];
+    int before = 0;  // ranks below mine on my machine
+    for (int r = 0; r < rank; ++r) before += records[static_cast<std::size_t>(r)].host == mine.host;
+    t.label = mine.per_local > 0 ? before / mine.per_local : mine.label;
+  }
   std::uint64_t covered[std::size(NodeRecord{}.cpus)] = {};
   for (int r : t.members[static_cast<std::size_t>(t.node)])
     for (std::size_t w = 0; w < std::size(covered); ++w)
@@ -152,8 +184,12 @@ Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::st
   return t;
 }
 
-MPI_Comm make_node_comm(const Topology& t, MPI_Comm& shared) {
+MPI_Comm make_node_comm(const Topology& t, MPI_Comm comm, MPI_Comm& shared) {
   MPI_Comm node = MPI_COMM_NULL;
+  if (shared == MPI_COMM_NULL) {  // machines from the records: one split by node
+    check_mpi(MPI_Comm_split(comm, t.node, t.local, &node), "MPI_Comm_split");
+    return node;
+  }
   if (t.virtual_setting.empty()) {
     std::swap(node, shared);  // the shared-memory node is the node
     return node;
@@ -172,27 +208,38 @@ std::vector<Binding> node_bindings(const Topology& t) {
   return all;
 }
 
+MPI_Comm shared_comm_if_asked(MPI_Comm comm) {
+  if (!settings().invalid_node_detect.empty())
+    throw Error(MPI_ERR_ARG, "agx: AGX_NODE_DETECT='" + settings().invalid_node_detect +
+                                 "' is neither host nor mpi");
+  if (!settings().node_detect_mpi) return MPI_COMM_NULL;
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  MPI_Comm shared = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
+            "MPI_Comm_split_type");
+  return shared;
+}
+
 Topology discover_topology(MPI_Comm comm) {
   int rank = 0, size = 0;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  MPI_Comm shared = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
-            "MPI_Comm_split_type");
+  MPI_Comm shared = shared_comm_if_asked(comm);
   std::string setting;
   NodeRecord mine;
   try {
     mine = own_record(comm, shared, setting);
   } catch (...) {
-    MPI_Comm_free(&shared);
+    if (shared != MPI_COMM_NULL) MPI_Comm_free(&shared);
     throw;
   }
   std::vector<NodeRecord> all(static_cast<std::size_t>(size));
   const int rc = PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm);
-  if (rc != MPI_SUCCESS) MPI_Comm_free(&shared);
+  if (rc != MPI_SUCCESS && shared != MPI_COMM_NULL) MPI_Comm_free(&shared);
   check_mpi(rc, "MPI_Allgather");
   Topology t = topology_from(all, rank, setting);
-  t.node_comm = make_node_comm(t, shared);
+  t.node_comm = make_node_comm(t, comm, shared);
   if (shared != MPI_COMM_NULL) MPI_Comm_free(&shared);
   t.bindings = node_bindings(t);
   return t;

@@ -3,11 +3,13 @@
 // communicator in its set-up exchange (lib/api/context.cpp: each rank's NodeRecord, one
 // allgather) and cached in its hierarchical context.
 //
-//   nodes      MPI_Comm_split_type(MPI_COMM_TYPE_SHARED), then optionally cut into
-//              virtual nodes (AGX_VIRTUAL_NODE_SIZE / AGX_VIRTUAL_NODES, see
-//              virtual_nodes.hpp). Ranks of different (virtual) nodes never share memory.
-//              A rank names its node by the lowest rank of its shared-memory
-//              communicator (MPI_Group_translate_ranks: local) and its virtual label.
+//   nodes      ranks whose records name the same machine: a hash of the host name and the
+//              kernel's boot id (no collective; what Open MPI and MPICH group by too), or
+//              under AGX_NODE_DETECT=mpi the MPI library's own MPI_Comm_split_type
+//              (MPI_COMM_TYPE_SHARED; one more collective, about 6 dups' time at N = 2),
+//              then optionally cut into virtual nodes (AGX_VIRTUAL_NODE_SIZE /
+//              AGX_VIRTUAL_NODES, see virtual_nodes.hpp). Ranks of different (virtual)
+//              nodes never share memory.
 //   numbering  nodes are numbered by their lowest communicator rank; inside a node,
 //              ranks are numbered by communicator rank (the "local" index).
 //   inside     hwloc: packages, NUMA domains, cores, PUs of the machine, and for every
@@ -43,8 +45,9 @@ struct Machine {
 
 /// One rank's part of a communicator's set-up exchange: where it runs.
 struct NodeRecord {
-  std::int32_t real_node = 0;   ///< lowest communicator rank of its shared-memory node
+  std::uint64_t host = 0;       ///< its machine: equal values share memory (host_identity())
   std::int32_t label = 0;       ///< its virtual-node label there (0: no virtual nodes)
+  std::int32_t per_local = 0;   ///< > 0: the label is its index in its machine / per_local
   std::uint64_t cpus[16] = {};  ///< its CPU affinity mask (the bits of a cpu_set_t)
 };
 
@@ -68,24 +71,36 @@ struct Topology {
   int local_size() const { return node_size(node); }
 };
 
-/// This rank's record. `shared` is its shared-memory communicator, made from `comm` by
-/// MPI_Comm_split_type with the rank as key. Local (no communication); throws
-/// agx::Error for a malformed virtual-node setting, whose text goes to `setting`.
+/// This process's machine: a 64-bit hash of its host name and kernel boot id (the same
+/// for every process of one operating system instance and host name).
+std::uint64_t host_identity();
+
+/// This rank's record. `shared`: MPI_COMM_NULL (the machine is host_identity()), or under
+/// AGX_NODE_DETECT=mpi its shared-memory communicator, made from `comm` by
+/// MPI_Comm_split_type with the rank as key (the machine is then named by its lowest
+/// rank). Local (no communication); throws agx::Error for a malformed virtual-node
+/// setting, whose text goes to `setting`.
 NodeRecord own_record(MPI_Comm comm, MPI_Comm shared, std::string& setting);
+
+/// MPI_COMM_NULL, or under AGX_NODE_DETECT=mpi `comm`'s shared-memory communicator
+/// (MPI_Comm_split_type, collective over `comm`; the caller owns it). Throws agx::Error
+/// for an AGX_NODE_DETECT that is neither host nor mpi.
+MPI_Comm shared_comm_if_asked(MPI_Comm comm);
 
 /// The topology seen by `rank` from every rank's record: pure (no MPI; tests build it
 /// directly). node_comm stays null and bindings empty.
 Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::string setting);
 
-/// My node's communicator, rank = local index: `shared` itself without virtual nodes
-/// (taken over: `shared` becomes null), else a split of it (collective over `shared`).
-MPI_Comm make_node_comm(const Topology& t, MPI_Comm& shared);
+/// My node's communicator, rank = local index: a split of `comm` by node (collective
+/// over `comm`); under AGX_NODE_DETECT=mpi `shared` itself without virtual nodes (taken
+/// over: `shared` becomes null), else a split of it (collective over `shared`).
+MPI_Comm make_node_comm(const Topology& t, MPI_Comm comm, MPI_Comm& shared);
 
 /// The bindings of my node's ranks (collective over t.node_comm).
 std::vector<Binding> node_bindings(const Topology& t);
 
-/// Discovers the topology of `comm` on its own (collective over it: split_type, one
-/// allgather, the node communicator, the bindings), for tools. The caller owns node_comm.
+/// Discovers the topology of `comm` on its own (collective over it: one allgather, the
+/// node communicator, the bindings), for tools. The caller owns node_comm.
 Topology discover_topology(MPI_Comm comm);
 
 /// The machine of this process.

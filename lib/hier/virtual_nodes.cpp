@@ -33,7 +33,7 @@ std::vector<int> numbers(const std::string& text, char sep, const std::string& n
 
 }  // namespace
 
-int virtual_node_label(int rank, int local, std::string& setting) {
+VirtualRule virtual_node_rule(int rank, std::string& setting) {
   setting.clear();
   const Settings& s = settings();  // the texts, read once per process
   if (!s.virtual_nodes.empty()) {
@@ -43,7 +43,7 @@ int virtual_node_label(int rank, int local, std::string& setting) {
     if (text.rfind("rr:", 0) == 0) {
       const std::vector<int> k = numbers(text.substr(3), ',', name);
       if (k.size() != 1 || k[0] < 1) bad(name, text, "rr:k needs k >= 1");
-      return rank % k[0];
+      return {rank % k[0], 0};
     }
     if (text.find('+') != std::string::npos || text.find(',') == std::string::npos) {
       const std::vector<int> sizes = numbers(text, '+', name);
@@ -55,12 +55,12 @@ int virtual_node_label(int rank, int local, std::string& setting) {
       const int cycle = rank / sum;
       int at = rank % sum;
       for (std::size_t g = 0; g < sizes.size(); ++g) {
-        if (at < sizes[g]) return cycle * static_cast<int>(sizes.size()) + static_cast<int>(g);
+        if (at < sizes[g]) return {cycle * static_cast<int>(sizes.size()) + static_cast<int>(g), 0};
         at -= sizes[g];
       }
     }
     const std::vector<int> labels = numbers(text, ',', name);
-    return labels[static_cast<std::size_t>(rank) % labels.size()];
+    return {labels[static_cast<std::size_t>(rank) % labels.size()], 0};
   }
   if (!s.virtual_node_size.empty()) {
     const std::string& text = s.virtual_node_size;
@@ -68,9 +68,9 @@ int virtual_node_label(int rank, int local, std::string& setting) {
     const std::vector<int> v = numbers(text, ',', name);
     if (v.size() != 1 || v[0] < 1) bad(name, text, "expects one integer >= 1");
     setting = name + "=" + text;
-    return local / v[0];
+    return {0, v[0]};
   }
-  return 0;
+  return {};
 }
 
 }  // namespace agx::hier

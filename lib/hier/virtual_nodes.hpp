@@ -16,9 +16,16 @@
 
 namespace agx::hier {
 
-/// The virtual-node label of communicator rank `rank` (of `size`) whose index inside
-/// its real node is `local`; 0 when no setting is active. `setting` receives the text
-/// of the active setting. Throws agx::Error for a malformed setting.
-int virtual_node_label(int rank, int local, std::string& setting);
+/// How communicator rank `rank` finds its virtual-node label: `label` itself, or, where
+/// `per_local` > 0 (AGX_VIRTUAL_NODE_SIZE), its index inside its real node divided by
+/// `per_local` (known only once the ranks' records are exchanged, topology.cpp).
+struct VirtualRule {
+  int label = 0;
+  int per_local = 0;
+};
+
+/// The rule of rank `rank`; {0, 0} when no setting is active. `setting` receives the
+/// text of the active setting. Throws agx::Error for a malformed setting.
+VirtualRule virtual_node_rule(int rank, std::string& setting);
 
 }  // namespace agx::hier

@@ -290,9 +290,13 @@ int gather(const GatherCall& c) {
            hier::direct_write_auto(context(c.comm), Options{}, p.buffers, p.layout,
                                    &cuda::is_device_memory);
   };
+  // AGX_ALGO goes in forced; the automatic choice goes in as such, so that libagx may run
+  // a first call on a communicator point-to-point (api/dispatch.hpp, select_blocking).
+  const Options options = settings().forced && a == *settings().forced
+                              ? Options{a.id, true, a.radix}
+                              : Options{Algorithm::automatic, false};
   if (!gather_compressed(c, p, a, ran))
-    ran = direct() ? Algorithm::shared_memory
-                   : allgather_bytes(c.comm, p.buffers, p.layout, Options{a.id, true, a.radix});
+    ran = direct() ? Algorithm::shared_memory : allgather_bytes(c.comm, p.buffers, p.layout, options);
   p.stage_out();
   record_call(ran, p.b.total_bytes, timed ? PMPI_Wtime() - t0 : 0.0);
   announce(c.comm, c.function, ran, p.b.total_bytes);

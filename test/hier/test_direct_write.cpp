@@ -121,6 +121,31 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   unsigned salt = 1;
+  // The first blocking `auto` call on a communicator whose choice is a node path runs
+  // point-to-point and leaves the node state unmade (lib/api/dispatch.hpp,
+  // select_blocking), shared receive buffers or not; the second one makes it and writes
+  // directly. Shown on a fresh communicator, then MPI_COMM_WORLD is made ready the same way.
+  for (MPI_Comm comm : {MPI_COMM_NULL, MPI_COMM_WORLD}) {
+    MPI_Comm fresh = comm;
+    if (comm == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
+    const std::size_t block = 3000, bytes = block * static_cast<std::size_t>(size);
+    auto* region = static_cast<unsigned char*>(agx::allocate(bytes));
+    std::vector<unsigned char> send(block, static_cast<unsigned char>(rank));
+    for (int call = 0; call < 2; ++call) {
+      const std::uint64_t before = agx::hier::direct_write_calls();
+      agx::allgather_bytes(fresh, agx::Buffers{send.data(), region, false},
+                           agx::Layout::uniform(size, block), agx::Options{});
+      const bool direct = agx::hier::direct_write_calls() == before + 1;
+      if (direct != (call == 1 && size > 1))
+        fail(std::string(comm == MPI_COMM_NULL ? "fresh communicator" : "MPI_COMM_WORLD") +
+             ", call " + std::to_string(call + 1) + (direct ? ": ran" : ": did not run") + " by direct write");
+      for (int r = 0; r < size; ++r)
+        if (region[static_cast<std::size_t>(r) * block + block - 1] != static_cast<unsigned char>(r))
+          fail("first calls: block " + std::to_string(r) + " wrong");
+    }
+    agx::deallocate(region);
+    if (comm == MPI_COMM_NULL) MPI_Comm_free(&fresh);
+  }
   {
     const std::vector<Case> cases = {
         {"auto uniform", agx::Algorithm::automatic, false, false},

@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && world_nodes != std::atoi(argv[1]))
     fail(me, "expected " + std::string(argv[1]) + " nodes, topology has " + std::to_string(world_nodes));
   // Ranks of different (virtual) nodes never share a node communicator.
-  // The node communicator is made on first use (collective over the shared-memory node).
+  // The node communicator is made on first use (collective over the communicator).
   agx::hier::HierContext& h = agx::hier::hier_context(agx::context(MPI_COMM_WORLD));
   const agx::hier::Topology& t = h.topo;
   int node_comm_size = 0;

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
   MPI_Info_set(info, "mpi_minimum_memory_alignment", "4096");
   if (MPI_Alloc_mem((MPI_Aint)bytes, info, &buf) != MPI_SUCCESS || !buf) fail("MPI_Alloc_mem", "failed");
   MPI_Info_free(&info);
-  for (int k = 0; k < 3; ++k) run("MPI_Allgather", ++salt, buf, bytes, block, NULL, NULL, 0, 1);
+  /* The first call on a communicator runs point-to-point and leaves the node state for
+   * the second (docs/hierarchy.md, "Set-up of a communicator"): direct from call 2. */
+  for (int k = 0; k < 3; ++k) run("MPI_Allgather", ++salt, buf, bytes, block, NULL, NULL, 0, k > 0);
   for (int k = 0; k < 2; ++k) run("MPI_Allgather in place", ++salt, buf, bytes, block, NULL, NULL, 1, 1);
 
   int* counts = malloc(sizeof(int) * (size_t)size);

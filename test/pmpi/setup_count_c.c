@@ -4,9 +4,12 @@
  * communicator and inside a repeated one. Built with -rdynamic, so that libagx's calls
  * bind to these wrappers; each wrapper forwards to the MPI library's PMPI_ entry point.
  *
- *   setup_count_c MAX_FIRST   fails when the first call issues more than MAX_FIRST
- *                             collectives, or a repeated call any
- * Prints one line per rank 0: "setup collectives: first call N (...), repeated call M". */
+ *   setup_count_c MAX_FIRST [MAX_SECOND]
+ *       fails when the first call issues more than MAX_FIRST collectives, the second more
+ *       than MAX_SECOND (default 0; `auto` makes the node state there, docs/hierarchy.md),
+ *       or the third any
+ * Prints one line per rank 0: "setup collectives: first call N (...), second call M (...),
+ * repeated call K (...)". */
 #define _GNU_SOURCE
 #include <mpi.h>
 
@@ -93,42 +96,42 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const int max_first = argc > 1 ? atoi(argv[1]) : 0;
+  const int max_second = argc > 2 ? atoi(argv[2]) : 0;
   int send[4] = {me, me + 1, me + 2, me + 3};
   int* recv = calloc(4 * (size_t)n, sizeof(int));
   MPI_Comm c;
   MPI_Comm_dup(MPI_COMM_WORLD, &c);
 
-  char first_list[512], repeat_list[512];
-  reset();
-  counting = 1;
-  MPI_Allgather(send, 4, MPI_INT, recv, 4, MPI_INT, c);
-  counting = 0;
-  const int first = total();
-  list(first_list, sizeof first_list);
+  char lists[3][512];
+  int issued[3];
   int bad = 0;
-  for (int r = 0; r < n; ++r)
-    for (int k = 0; k < 4; ++k) bad |= recv[4 * r + k] != r + k;
-  reset();
-  counting = 1;
-  MPI_Allgather(send, 4, MPI_INT, recv, 4, MPI_INT, c);
-  counting = 0;
-  const int repeat = total();
-  list(repeat_list, sizeof repeat_list);
-  for (int r = 0; r < n; ++r)
-    for (int k = 0; k < 4; ++k) bad |= recv[4 * r + k] != r + k;
+  for (int call = 0; call < 3; ++call) {
+    reset();
+    counting = 1;
+    MPI_Allgather(send, 4, MPI_INT, recv, 4, MPI_INT, c);
+    counting = 0;
+    issued[call] = total();
+    list(lists[call], sizeof lists[call]);
+    for (int r = 0; r < n; ++r)
+      for (int k = 0; k < 4; ++k) bad |= recv[4 * r + k] != r + k;
+    memset(recv, 0, 4 * (size_t)n * sizeof(int));
+  }
 
-  int worst[3] = {first, repeat, bad}, all[3];
-  PMPI_Allreduce(worst, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  int worst[4] = {issued[0], issued[1], issued[2], bad}, all[4];
+  PMPI_Allreduce(worst, all, 4, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (me == 0)
-    printf("setup collectives: first call %d (%s), repeated call %d (%s)\n", first, first_list,
-           repeat, repeat_list);
+    printf("setup collectives: first call %d (%s), second call %d (%s), repeated call %d (%s)\n",
+           issued[0], lists[0], issued[1], lists[1], issued[2], lists[2]);
   int rc = 0;
-  if (me == 0 && all[2]) fprintf(stderr, "setup_count: wrong data\n"), rc = 1;
+  if (me == 0 && all[3]) fprintf(stderr, "setup_count: wrong data\n"), rc = 1;
   if (me == 0 && all[0] > max_first)
     fprintf(stderr, "setup_count: a first call issued %d collectives, more than %d\n", all[0],
             max_first), rc = 1;
-  if (me == 0 && all[1] > 0)
-    fprintf(stderr, "setup_count: a repeated call issued %d collectives\n", all[1]), rc = 1;
+  if (me == 0 && all[1] > max_second)
+    fprintf(stderr, "setup_count: a second call issued %d collectives, more than %d\n", all[1],
+            max_second), rc = 1;
+  if (me == 0 && all[2] > 0)
+    fprintf(stderr, "setup_count: a repeated call issued %d collectives\n", all[2]), rc = 1;
   MPI_Comm_free(&c);
   free(recv);
   MPI_Finalize();

@@ -14,12 +14,12 @@ using agx::hier::NodeRecord;
 
 namespace {
 
-// Records of ranks whose shared-memory nodes are named by `real` (the lowest rank
-// there) and whose virtual labels are `label`; rank r is bound to core r.
+// Records of ranks whose machines are named by `real` and whose virtual labels are
+// `label`; rank r is bound to core r.
 std::vector<NodeRecord> records(const std::vector<int>& real, const std::vector<int>& label) {
   std::vector<NodeRecord> out(real.size());
   for (std::size_t r = 0; r < real.size(); ++r) {
-    out[r].real_node = real[r];
+    out[r].host = static_cast<std::uint64_t>(real[r]);
     out[r].label = label.empty() ? 0 : label[r];
     out[r].cpus[r / 64] = std::uint64_t{1} << (r % 64);
   }
@@ -66,6 +66,27 @@ TEST_CASE("topology_from: the same label on two machines makes two nodes") {
   CHECK(t.nnodes == 2);
   CHECK(t.node_of == std::vector<int>{0, 1, 0, 1});
   CHECK(t.members == std::vector<std::vector<int>>{{0, 2}, {1, 3}});
+}
+
+TEST_CASE("topology_from: AGX_VIRTUAL_NODE_SIZE cuts each machine by index inside it") {
+  // Two machines (hashes 77 and 5) placed round robin, 3 ranks each; size 2 per virtual
+  // node: machine 77 holds ranks 0 2 4 (indices 0 1 2: labels 0 0 1), machine 5 ranks 1 3 5.
+  auto recs = records({77, 5, 77, 5, 77, 5}, {});
+  for (auto& r : recs) r.per_local = 2;
+  const hier::Topology t = hier::topology_from(recs, 4, "AGX_VIRTUAL_NODE_SIZE=2");
+  CHECK(t.real_nodes == 2);
+  CHECK(t.nnodes == 4);
+  CHECK(t.members == std::vector<std::vector<int>>{{0, 2}, {1, 3}, {4}, {5}});
+  CHECK(t.node_of == std::vector<int>{0, 1, 0, 1, 2, 3});
+  CHECK(t.node == 2);
+  CHECK(t.local == 0);
+  CHECK(t.label == 1);
+}
+
+TEST_CASE("host_identity: one value per process") {
+  const std::uint64_t id = hier::host_identity();
+  CHECK(id != 0);
+  CHECK(hier::host_identity() == id);
 }
 
 TEST_CASE("topology_from: shared cores are counted once") {
