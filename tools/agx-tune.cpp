@@ -9,7 +9,8 @@
 //                                              (virtual) nodes; = node level on one node
 //   copy_s_per_byte                            memcpy of 4 MiB by every rank at once, median
 //   node_sync_s                                half a shared-memory all-gather of 1 byte
-// α is the median round time at 8 bytes; β the slope between 256 KiB and 4 MiB. Measured
+// α is the median round time at 8 bytes; β the slope between 256 KiB and 4 MiB; the
+// rendezvous step what a 16 KiB round takes beyond that line (node.rendezvous_s). Measured
 // with all ranks busy, so oversubscription and shared memory bandwidth are included.
 // --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4) and
 // records the fastest per size class ("best" lines). --compare prints predicted
@@ -114,6 +115,12 @@ agx::LevelCost fit_level(MPI_Comm comm) {
   c.overhead_s = n > 2 ? std::max(0.0, (t_all - c.alpha_s) / (n - 2)) : 0.0;
   const double t_small = shift_round(comm, 256 << 10), t_big = shift_round(comm, 4 << 20);
   c.beta_s_per_byte = std::max(0.0, (t_big - t_small) / static_cast<double>((4 << 20) - (256 << 10)));
+  // The rendezvous step: what a 16 KiB round takes beyond the α-β line (the MPI library's
+  // eager limit is placed just below 4 KiB, Open MPI's vader's; none under 0.5 µs).
+  const std::size_t mid = 16 << 10;
+  const double t_mid = shift_round(comm, mid);
+  const double step = t_mid - (c.alpha_s + c.beta_s_per_byte * static_cast<double>(mid));
+  if (step > 0.5e-6) c.rendezvous_s = step, c.eager_bytes = 4000;
   return c;
 }
 

@@ -43,9 +43,9 @@ AlgorithmChoice best_point_to_point(CommContext& ctx, const Layout& layout, bool
 }
 
 AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                bool in_place) {
+                                bool in_place, bool mark) {
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
-  if (!is_node_path(a.id) || !is_automatic(options) || !hier::defer_node_set_up(ctx)) return a;
+  if (!is_node_path(a.id) || !is_automatic(options) || !hier::defer_node_set_up(ctx, mark)) return a;
   return best_point_to_point(ctx, layout, in_place);
 }
 

@@ -43,9 +43,10 @@ AlgorithmChoice best_point_to_point(CommContext& ctx, const Layout& layout, bool
 /// algorithm instead, so that a communicator used once never makes the node's segment
 /// (its creation, mapping and probe cost many times an MPI_Comm_dup); the next such call makes it. The
 /// same on every rank: blocking calls come in the same order everywhere
-/// (docs/interposer.md, "The first call on a new communicator").
+/// (docs/interposer.md, "The first call on a new communicator"). `mark`: the call runs
+/// now (false: only asked, agx::choose_algorithm).
 AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                bool in_place);
+                                bool in_place, bool mark = true);
 
 /// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
 /// `auto` takes the best point-to-point algorithm while the node's segment is not set up

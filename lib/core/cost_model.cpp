@@ -42,6 +42,7 @@ namespace {
 
 struct Load {  // one rank, one round, one level
   std::size_t msgs_out = 0, msgs_in = 0, bytes_out = 0, bytes_in = 0;
+  std::size_t largest = 0;  // the largest message sent or received
   bool far = false;  // network level: a message leaves the group (or no groups are known)
 };
 
@@ -88,6 +89,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         const std::size_t bytes = transfer_bytes(t, layout);
         ++l.msgs_out;
         l.bytes_out += bytes;
+        l.largest = std::max(l.largest, bytes);
         if (groups && placement.group_of(r) != placement.group_of(t.peer))
           group_bytes[static_cast<long long>(placement.group_of(r)) * n + placement.group_of(t.peer)] += bytes;
       }
@@ -95,7 +97,9 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
         mark_far(l, t.peer);
         ++l.msgs_in;
-        l.bytes_in += transfer_bytes(t, layout);
+        const std::size_t bytes = transfer_bytes(t, layout);
+        l.bytes_in += bytes;
+        l.largest = std::max(l.largest, bytes);
       }
       for (const NodeOp& op : round.node) {
         node_ops[i] = 1;
@@ -114,7 +118,9 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         const std::size_t msgs = std::max(l.msgs_out, l.msgs_in);
         if (msgs == 0) continue;
         const double alpha = lv == 1 && !l.far ? params.group_alpha_s : cost[lv].alpha_s;
-        const double t = alpha + cost[lv].overhead_s * static_cast<double>(msgs - 1) +
+        const bool rendezvous = cost[lv].eager_bytes > 0 && l.largest > cost[lv].eager_bytes;
+        const double t = alpha + (rendezvous ? cost[lv].rendezvous_s : 0.0) +
+                         cost[lv].overhead_s * static_cast<double>(msgs - 1) +
                          cost[lv].beta_s_per_byte * static_cast<double>(bytes);
         rank_time = std::max(rank_time, t);
       }

@@ -3,11 +3,13 @@
 // (rounds, bytes per message, the level each message crosses, how many messages a rank
 // handles per round), never from a per-algorithm formula that could drift from its plan.
 //
-//   time = Σ_rounds max_ranks max_levels [ α_l + o_l · (msgs_l - 1) + β_l · bytes_l ]
+//   time = Σ_rounds max_ranks max_levels [ α_l + ρ_l + o_l · (msgs_l - 1) + β_l · bytes_l ]
 //          + γ · own block
 //
 // α_l: one round's latency; o_l: each further message of the round (they overlap, so o is
-// far below α); msgs_l / bytes_l: the larger of what a rank sends and receives on level l
+// far below α); ρ_l: a rendezvous, added where the round's largest message on level l is
+// above the level's eager limit (the MPI library then hands the message over in a second
+// step; 0 where not measured); msgs_l / bytes_l: the larger of what a rank sends and receives on level l
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
 // γ: the local copy of the own block (out of place).
@@ -29,6 +31,7 @@
 
 #include "core/planner.hpp"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,16 +44,18 @@ struct LevelCost {
   double alpha_s = 0;           ///< latency of a round with one message each way
   double beta_s_per_byte = 0;   ///< per byte on the wire
   double overhead_s = 0;        ///< each further message in the same round
+  double rendezvous_s = 0;      ///< added to a round with a message above eager_bytes
+  std::size_t eager_bytes = 0;  ///< largest message sent eagerly; 0: no rendezvous step
 };
 
 /// α/β per level and the local copy cost. Built-in defaults: docs/tuning.md. The node
-/// α is the effective latency of a round of MPI point-to-point inside a node, 2 µs: a
-/// 1-byte message takes about 0.4 µs, but above the MPI library's eager limit (4 KiB in
-/// Open MPI's vader) a rendezvous adds several µs (4 KiB per rank at N = 2: 4.9 µs with
-/// point-to-point, 1.3 µs through shared memory, measured), which the α-β line must
-/// carry for the mid sizes where the choice between the two is made.
+/// α is the latency of a round of MPI point-to-point inside a node, 2 µs; above the MPI
+/// library's eager limit (4 KiB in Open MPI's vader) a rendezvous adds 4 µs (at N = 2,
+/// one message each way, measured through agx: 1 KiB 2.4 µs, 4 KiB 5.4 µs, 16 KiB 9.6 µs
+/// in place, where the α-β line alone said 5.1 µs and so preferred point-to-point to
+/// shared memory at 16 KiB, which was twice as fast out of place).
 struct CostParams {
-  LevelCost node{2.0e-6, 1.0 / 5.3e9, 0.1e-6};
+  LevelCost node{2.0e-6, 1.0 / 5.3e9, 0.1e-6, 4.0e-6, 4000};
   LevelCost network{3.0e-6, 1.0 / 11.0e9, 0.5e-6};
   double copy_s_per_byte = 1.0 / 9.2e9;  ///< every rank copying at once (agx-tune, this machine)
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).

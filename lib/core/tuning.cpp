@@ -28,6 +28,7 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
   std::string line;
   int lineno = 0;
   bool versioned = false;
+  bool line_of[2] = {false, false}, rendezvous[2] = {false, false};  // node, network
   auto bad = [&](const std::string& why) {
     throw Error(MPI_ERR_ARG, "agx: tuning file " + source + " line " + std::to_string(lineno) +
                                  ": " + why + ": '" + line + "'");
@@ -57,12 +58,18 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
     } else {
       double v = 0;
       if (!(words >> v) || v < 0) bad("expected a non-negative number");
+      if (key == "node.alpha_s" || key == "node.beta_s_per_byte") line_of[0] = true;
+      if (key == "network.alpha_s" || key == "network.beta_s_per_byte") line_of[1] = true;
       if (key == "node.alpha_s") t.params.node.alpha_s = v;
       else if (key == "node.beta_s_per_byte") t.params.node.beta_s_per_byte = v;
       else if (key == "node.overhead_s") t.params.node.overhead_s = v;
       else if (key == "network.overhead_s") t.params.network.overhead_s = v;
       else if (key == "network.alpha_s") t.params.network.alpha_s = v;
       else if (key == "network.beta_s_per_byte") t.params.network.beta_s_per_byte = v;
+      else if (key == "node.rendezvous_s") t.params.node.rendezvous_s = v, rendezvous[0] = true;
+      else if (key == "network.rendezvous_s") t.params.network.rendezvous_s = v, rendezvous[1] = true;
+      else if (key == "node.eager_bytes") t.params.node.eager_bytes = static_cast<std::size_t>(v);
+      else if (key == "network.eager_bytes") t.params.network.eager_bytes = static_cast<std::size_t>(v);
       else if (key == "copy_s_per_byte") t.params.copy_s_per_byte = v;
       else if (key == "node_sync_s") t.params.node_sync_s = v;
       else if (key == "group.beta_s_per_byte") t.params.group_link_s_per_byte = v;
@@ -74,6 +81,10 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
     }
   }
   if (!versioned) throw Error(MPI_ERR_ARG, "agx: tuning file " + source + " lacks the 'agx-tuning 1' line");
+  // A file's own α-β line without a rendezvous step (files of earlier agx-tune) stands
+  // alone: the built-in step belongs to the built-in line.
+  if (line_of[0] && !rendezvous[0]) t.params.node.rendezvous_s = 0, t.params.node.eager_bytes = 0;
+  if (line_of[1] && !rendezvous[1]) t.params.network.rendezvous_s = 0, t.params.network.eager_bytes = 0;
   std::sort(t.best.begin(), t.best.end(), [](const MeasuredBest& a, const MeasuredBest& b) {
     return std::tie(a.ranks, a.ranks_per_node, a.max_bytes) < std::tie(b.ranks, b.ranks_per_node, b.max_bytes);
   });
@@ -91,6 +102,10 @@ std::string format_tuning(const Tuning& t) {
       << "network.alpha_s " << t.params.network.alpha_s << '\n'
       << "network.overhead_s " << t.params.network.overhead_s << '\n'
       << "network.beta_s_per_byte " << t.params.network.beta_s_per_byte << '\n'
+      << "node.rendezvous_s " << t.params.node.rendezvous_s << '\n'
+      << "node.eager_bytes " << t.params.node.eager_bytes << '\n'
+      << "network.rendezvous_s " << t.params.network.rendezvous_s << '\n'
+      << "network.eager_bytes " << t.params.network.eager_bytes << '\n'
       << "copy_s_per_byte " << t.params.copy_s_per_byte << '\n'
       << "node_sync_s " << t.params.node_sync_s << '\n';
   if (t.group_nodes > 0)

@@ -47,9 +47,10 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
 /// every rank: both are made only by calls every rank makes alike).
 bool node_call_ready(CommContext& ctx, const Layout& layout);
 /// Whether a blocking `auto` call that picked a node path should run point-to-point this
-/// once: true at the first such call on `ctx` while its node state is not made (the
-/// call marks it; the next one makes it). Every rank calls it alike (blocking calls).
-bool defer_node_set_up(CommContext& ctx);
+/// once: true at the first such call on `ctx` while its node state is not made. `mark`:
+/// the call is about to run (the next one makes the node state); false only asks (what
+/// agx::choose_algorithm reports). Every rank calls it alike (blocking calls).
+bool defer_node_set_up(CommContext& ctx, bool mark);
 /// True once the call is complete on this rank.
 bool test_node_call(NodeCall& call);
 

@@ -214,10 +214,10 @@ bool node_call_ready(CommContext& ctx, const Layout& layout) {
   return total == 0 || h->fits(total);
 }
 
-bool defer_node_set_up(CommContext& ctx) {
+bool defer_node_set_up(CommContext& ctx, bool mark) {
   HierContext& h = hier_context(ctx);
   if (h.node_prepared() || h.node_set_up_deferred) return false;
-  h.node_set_up_deferred = true;
+  h.node_set_up_deferred = mark;
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
+#include "core/select.hpp"
 #include "cuda/memory.hpp"
 #include "hier/direct_write.hpp"
 #include "pmpi/datatype.hpp"
@@ -38,15 +39,23 @@ Bytes allocate(std::size_t n) { return Bytes(new std::byte[n == 0 ? 1 : n]); }
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+/// The selector's choice for the call (not what a communicator's first call runs
+/// instead, api/dispatch.hpp: a shape is recorded for the repeated path only where the
+/// call ran its choice).
+AlgorithmChoice selector_choice(MPI_Comm comm, const Layout& layout, const Options& options,
+                                bool in_place) {
+  return select_algorithm(context(comm), layout, options, in_place);
+}
+
 /// AGX_ALGO when it can serve the call; otherwise one warning and the automatic
 /// choice with AGX_ALGO ignored.
 AlgorithmChoice pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_place) {
   const Settings& s = settings();
   const Options automatic{Algorithm::automatic, false};  // the choice without AGX_ALGO
-  if (!s.algo_set) return choose_algorithm(comm, layout, automatic, in_place);
+  if (!s.algo_set) return selector_choice(comm, layout, automatic, in_place);
   if (s.forced) {
     try {
-      return choose_algorithm(comm, layout, Options{s.forced->id, true, s.forced->radix}, in_place);
+      return selector_choice(comm, layout, Options{s.forced->id, true, s.forced->radix}, in_place);
     } catch (const Error& e) {
       warn_once(comm, "cannot:" + s.algo_text,
                 "AGX_ALGO=" + s.algo_text + " cannot serve a call (" + e.what() +
@@ -57,7 +66,7 @@ AlgorithmChoice pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_plac
               "AGX_ALGO='" + s.algo_text + "' is not valid (" + s.algo_error +
                   "); using the automatic choice");
   }
-  return choose_algorithm(comm, layout, automatic, in_place);
+  return selector_choice(comm, layout, automatic, in_place);
 }
 
 /// Element counts and displacements of every block, checked.
