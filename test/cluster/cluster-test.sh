@@ -16,12 +16,14 @@
 #   --expect-fail       COMMAND must end with a non-zero status (default: status 0)
 #   --expect REGEX      a line of COMMAND's output must match (repeatable)
 #   --max-seconds S     COMMAND must end within S seconds (killed after S + 30)
+#   --repeat N          run COMMAND N times in a row (default 1); every run is checked as
+#                       above, --max-seconds bounds each run
 #
 # After removal: no namespace, hosts file or state of the cluster is left, and no agx
 # shared-memory segment created during the test remains in /dev/shm.
 set -euo pipefail
 scripts=$1; shift
-nodes=2 profile=10g traffic=0 kill_spec="" expect_fail=0 max_seconds=240 expects=()
+nodes=2 profile=10g traffic=0 kill_spec="" expect_fail=0 max_seconds=240 repeat=1 expects=()
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) nodes=$2; shift 2 ;;
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
     --expect-fail) expect_fail=1; shift ;;
     --expect) expects+=("$2"); shift 2 ;;
     --max-seconds) max_seconds=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "cluster-test: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -76,23 +79,27 @@ if [ -n "$kill_spec" ]; then
     "$cluster" kill "$lose_node" ) &
   killer=$!
 fi
-start=$SECONDS
-status=0
-timeout -k 5 $((max_seconds + 30)) "$@" > >(tee "$work/out") 2>&1 || status=$?
-elapsed=$((SECONDS - start))
-sleep 0.2  # tee's last lines
-echo "cluster-test: command ended with status $status after $elapsed s"
-
 fail=0
-if [ $expect_fail = 1 ]; then
-  [ $status != 0 ] || { echo "FAIL: the command succeeded, a failure was expected"; fail=1; }
-else
-  [ $status = 0 ] || { echo "FAIL: the command failed (status $status)"; fail=1; }
-fi
-[ $status != 124 ] && [ $status != 137 ] || { echo "FAIL: the command did not end within $((max_seconds + 30)) s"; fail=1; }
-[ $elapsed -le "$max_seconds" ] || { echo "FAIL: the command took $elapsed s, more than $max_seconds s"; fail=1; }
-for e in "${expects[@]}"; do
-  grep -Eq -- "$e" "$work/out" || { echo "FAIL: no output line matches /$e/"; fail=1; }
+for ((run = 1; run <= repeat; run++)); do
+  [ "$repeat" = 1 ] || echo "cluster-test: run $run of $repeat"
+  start=$SECONDS
+  status=0
+  timeout -k 5 $((max_seconds + 30)) "$@" > >(tee "$work/out") 2>&1 || status=$?
+  elapsed=$((SECONDS - start))
+  sleep 0.2  # tee's last lines
+  echo "cluster-test: command ended with status $status after $elapsed s"
+
+  if [ $expect_fail = 1 ]; then
+    [ $status != 0 ] || { echo "FAIL: the command succeeded, a failure was expected"; fail=1; }
+  else
+    [ $status = 0 ] || { echo "FAIL: the command failed (status $status)"; fail=1; }
+  fi
+  [ $status != 124 ] && [ $status != 137 ] || { echo "FAIL: the command did not end within $((max_seconds + 30)) s"; fail=1; }
+  [ $elapsed -le "$max_seconds" ] || { echo "FAIL: the command took $elapsed s, more than $max_seconds s"; fail=1; }
+  for e in "${expects[@]}"; do
+    grep -Eq -- "$e" "$work/out" || { echo "FAIL: no output line matches /$e/"; fail=1; }
+  done
+  [ $fail = 0 ] || break
 done
 if [ "$traffic" -gt 0 ]; then
   "$cluster" counters > "$work/counters.after"

@@ -248,7 +248,12 @@ void run_matrix(MPI_Comm comm, const char* comm_name, bool quick) {
 
 // Two communicators used alternately: world, then the split half, then world again.
 // (shared_memory only where both are on one node: run_matrix checks its refusal elsewhere)
+// The salt of each call must agree across `a`: the halves of the split may have run
+// different numbers of calls before (a half on one node runs forced shared_memory, a half
+// spanning nodes only checks its refusal, as on 3 nodes x 1 rank), so it starts from the
+// largest salt any rank has reached.
 void run_interleaved(MPI_Comm a, MPI_Comm b) {
+  MPI_Allreduce(MPI_IN_PLACE, &salt_counter, 1, MPI_UNSIGNED, MPI_MAX, a);
   const bool several_nodes = node_count(a) > 1 || node_count(b) > 1;
   for (const agx::AlgorithmChoice& algo : all_choices()) {
     if (algo.id == Algorithm::shared_memory && several_nodes) continue;
