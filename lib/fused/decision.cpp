@@ -43,6 +43,8 @@ class Pricer {
   }
 
   FusionCall alone(std::size_t m) {
+    // Members of equal sizes are priced once (groups of many equal members are common).
+    if (auto it = alone_.find(bytes_[m]); it != alone_.end()) return it->second;
     layout_of({m});
     const Layout layout = Layout::varying(block_, offset_);
     FusionCall c;
@@ -54,6 +56,7 @@ class Pricer {
     }
     c.predicted_s = predict_algorithm(c.algorithm, layout, sel_.placement(), sel_.tuning().params,
                                       false, sel_.stage());
+    alone_.emplace(bytes_[m], c);
     return c;
   }
 
@@ -83,7 +86,8 @@ class Pricer {
   Selector& sel_;
   const std::vector<std::vector<std::size_t>>& bytes_;
   const FusionSettings& settings_;
-  std::map<std::vector<std::size_t>, FusionCall> priced_;
+  std::map<std::vector<std::size_t>, FusionCall> priced_;  // by members
+  std::map<std::vector<std::size_t>, FusionCall> alone_;   // by block sizes
   std::vector<std::size_t> block_, offset_;
 };
 
