@@ -21,6 +21,7 @@
 #include <agx/agx.hpp>
 
 #include "cli_values.hpp"
+#include "codec/codec.hpp"
 #include "core/cost_model.hpp"
 #include "core/tuning.hpp"
 #include "hier/topology.hpp"
@@ -235,6 +236,14 @@ int main(int argc, char** argv) {
   if (topo.nnodes == 1 && nranks >= 2) {
     const double sync = time_algorithm({agx::Algorithm::shared_memory}, 1, 200);
     t.params.node_sync_s = sync / 2;  // two synchronizations per call
+  }
+
+  // The compressor speeds of the automatic compression rule (docs/fused.md): the
+  // slowest rank's, as the library would agree on them.
+  for (agx::codec::Packer p : {agx::codec::Packer::lz4, agx::codec::Packer::zstd}) {
+    double mine = agx::codec::packer_available(p) ? agx::codec::local_pack_speed(p) : 0, slowest = 0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    (p == agx::codec::Packer::lz4 ? t.compress_lz4_bytes_per_s : t.compress_zstd_bytes_per_s) = slowest;
   }
 
   std::vector<std::size_t> sizes;

@@ -65,26 +65,34 @@ class FusedRequest {
   /// Blocks until every member's receive buffer is complete.
   void wait();
   bool active() const;
+  /// Of the call that moves the most bytes (FusedResult).
   Algorithm algorithm() const;
   FusedWay way() const;
+  /// How many all-gathers the group runs as (FusedResult::calls).
+  std::size_t calls() const;
 
  private:
   std::unique_ptr<detail::FusedState, detail::FusedStateDeleter> state_;
 };
 
-/// What a fused call did: the algorithm of its one all-gather, and how its bytes moved
-/// (on the members' own buffers, or through a staging buffer).
+/// What a fused call did. A group runs as one all-gather, or, where the cost model
+/// prices that cheaper, as several: some members fused, others alone (docs/fused.md,
+/// "Fuse or not"). `algorithm` and `way` are those of the call that moved the most bytes
+/// (on the members' own buffers, or through a staging buffer); a member alone runs direct.
 struct FusedResult {
   Algorithm algorithm = Algorithm::automatic;
   FusedWay way = FusedWay::direct;
   std::size_t bytes = 0;  ///< bytes every rank received, all members together
+  std::size_t calls = 0;  ///< all-gathers run: 1 fused as one, size() every member alone
   bool staged() const { return way == FusedWay::staged; }
 };
 
 /// "direct", "segmented" or "staged".
 const char* to_string(FusedWay w);
 
-/// All-gathers the parts as one call over their concatenated layout (blocking).
+/// All-gathers the parts over their concatenated layout (blocking): as one call, or
+/// split where the cost model prices that cheaper; a forced algorithm (Options or
+/// AGX_ALGO) always runs one call.
 FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
                                   const Options& options = {});
 /// Nonblocking form; the parts' buffers must stay alive and untouched until it completes.

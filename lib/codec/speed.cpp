@@ -4,7 +4,9 @@
 // for about a millisecond; the speed is the sample's bytes over the best repetition.
 // A communicator's ranks then agree on the slowest rank's speed (one MPI_Allreduce on
 // agx's private communicator, cached as an attribute of the user's), so that the rule
-// chooses the same on every rank. AGX_COMPRESS_BYTES_PER_S replaces the measurement.
+// chooses the same on every rank. A tuning file's speed (agx-tune measures it: the
+// `compress.lz4_bytes_per_s` and `compress.zstd_bytes_per_s` lines) replaces the
+// measurement, and AGX_COMPRESS_BYTES_PER_S replaces both.
 
 #include <agx/error.hpp>
 
@@ -12,6 +14,7 @@
 #include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
+#include "core/select.hpp"
 
 #include <array>
 #include <chrono>
@@ -93,6 +96,10 @@ double agreed_pack_speed(MPI_Comm comm, Packer p) {
     return v;
   }
   if (!packer_available(p) || p == Packer::none) return 0;
+  // The tuning file's speed: the communicator's tuning is rank 0's, the same everywhere.
+  const Tuning& tuning = context(comm).selector().tuning();
+  const double tuned = p == Packer::lz4 ? tuning.compress_lz4_bytes_per_s : tuning.compress_zstd_bytes_per_s;
+  if (tuned > 0) return tuned;
   const int key = speed_keyval();
   void* attr = nullptr;
   int found = 0;

@@ -73,6 +73,8 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
       else if (key == "copy_s_per_byte") t.params.copy_s_per_byte = v;
       else if (key == "node_sync_s") t.params.node_sync_s = v;
       else if (key == "group.beta_s_per_byte") t.params.group_link_s_per_byte = v;
+      else if (key == "compress.lz4_bytes_per_s") t.compress_lz4_bytes_per_s = v;
+      else if (key == "compress.zstd_bytes_per_s") t.compress_zstd_bytes_per_s = v;
       else if (key == "group.nodes") {
         if (v != static_cast<double>(static_cast<int>(v)) || v < 1) bad("expected a whole number of nodes, 1 or more");
         t.group_nodes = static_cast<int>(v);
@@ -111,6 +113,8 @@ std::string format_tuning(const Tuning& t) {
   if (t.group_nodes > 0)
     out << "group.nodes " << t.group_nodes << '\n'
         << "group.beta_s_per_byte " << t.params.group_link_s_per_byte << '\n';
+  if (t.compress_lz4_bytes_per_s > 0) out << "compress.lz4_bytes_per_s " << t.compress_lz4_bytes_per_s << '\n';
+  if (t.compress_zstd_bytes_per_s > 0) out << "compress.zstd_bytes_per_s " << t.compress_zstd_bytes_per_s << '\n';
   if (!t.best.empty()) out << "# best RANKS RANKS_PER_NODE MAX_MEAN_BLOCK_BYTES ALGORITHM (measured)\n";
   for (const auto& b : t.best)
     out << "best " << b.ranks << ' ' << b.ranks_per_node << ' ' << b.max_bytes << ' '

@@ -28,6 +28,10 @@ struct Tuning {
   /// placement numbers them, are grouped K at a time; needs params.group_link_s_per_byte.
   int group_nodes = 0;
   std::vector<MeasuredBest> best;   ///< sorted by (ranks, ranks_per_node, max_bytes)
+  /// Compressor speeds (bytes of input per second, the slowest rank's) measured by
+  /// agx-tune; 0: not in the file (lib/codec/speed.cpp measures once per process).
+  double compress_lz4_bytes_per_s = 0;
+  double compress_zstd_bytes_per_s = 0;
   std::string source = "built-in defaults";
   std::vector<std::string> header;  ///< machine, mpi, date, command lines of the file
 

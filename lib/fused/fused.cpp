@@ -33,12 +33,17 @@
 #include "core/nonblocking.hpp"
 #include "core/select.hpp"
 #include "cuda/memory.hpp"
+#include "fused/decision.hpp"
+#include "hier/hier.hpp"
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace agx {
 
@@ -104,9 +109,11 @@ bool try_direct(std::span<const FusedPart> parts, FusedPlan& f) {
   return true;
 }
 
-FusedPlan plan_fused(MPI_Comm comm, std::span<const FusedPart> parts) {
+/// The fused layout of `parts` (checked already) on a communicator of `n` ranks.
+FusedPlan plan_fused(int n, int me, std::span<const FusedPart> parts) {
   FusedPlan f;
-  check_parts(comm, parts, f.nranks, f.rank);
+  f.nranks = n;
+  f.rank = me;
   f.bytes.assign(static_cast<std::size_t>(f.nranks), 0);
   f.offsets.assign(static_cast<std::size_t>(f.nranks), 0);
   for (int i = 0; i < f.nranks; ++i) {
@@ -188,7 +195,9 @@ void unpack(std::span<const FusedPart> parts, const FusedPlan& f, const std::byt
 
 namespace detail {
 
-struct FusedState {
+/// One all-gather of a group: a fused call of several members, or a member's own call
+/// (a group of one, which always runs direct).
+struct FusedCall {
   std::vector<FusedPart> parts;
   FusedPlan plan;
   FusedWay way = FusedWay::staged;
@@ -215,16 +224,39 @@ struct FusedState {
     if (!unpacked && way == FusedWay::staged) unpack(parts, plan, arena.data());
     unpacked = true;
   }
+  bool test() {
+    if (unpacked) return true;
+    if (!test_running()) return false;
+    finish();
+    return true;
+  }
+  void wait() {
+    if (unpacked) return;
+    wait_running();
+    finish();
+  }
+  Algorithm ran() { return execution ? algorithm : request.algorithm(); }
+};
+
+struct FusedState {
+  std::vector<std::unique_ptr<FusedCall>> calls;
+
+  /// The call that moves the most bytes (the first of those): what the group reports.
+  FusedCall* largest() const {
+    FusedCall* best = nullptr;
+    for (const auto& c : calls)
+      if (best == nullptr || c->plan.total > best->plan.total) best = c.get();
+    return best;
+  }
 };
 
 void FusedStateDeleter::operator()(FusedState* s) const noexcept {
-  try {
-    if (!s->unpacked) {
-      s->wait_running();
-      s->finish();
+  for (auto& c : s->calls) {
+    try {
+      c->wait();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "agx: an unfinished fused request failed: %s\n", e.what());
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "agx: an unfinished fused request failed: %s\n", e.what());
   }
   delete s;
 }
@@ -240,13 +272,90 @@ CommContext& fused_context(MPI_Comm comm, const FusedPlan& f, void* some_recv) {
   return checked_context(comm, {nullptr, some_recv, true}, f.layout());
 }
 
-}  // namespace
+/// One call of a group's decision: its members and the options it runs with.
+struct CallPlan {
+  std::vector<std::size_t> members;
+  Options options;
+};
 
-FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
-                                  const Options& options) {
-  FusedPlan f = plan_fused(comm, parts);
+bool forced(const Options& o) {
+  const Config& c = config();
+  return o.algorithm != Algorithm::automatic ||
+         (o.use_environment && (c.forced.has_value() || !c.invalid_algo.empty()));
+}
+
+/// Recent decisions (lib/fused/decision.hpp), keyed by context, settings and the
+/// members' block sizes. Cleared whenever a context is deleted, since a new one may
+/// take its address.
+struct DecisionCache {
+  using Key = std::tuple<const CommContext*, int, std::vector<std::vector<std::size_t>>>;
+  std::mutex mutex;
+  std::uint64_t deletions = 0;
+  std::map<Key, std::vector<FusionCall>> entries;
+};
+
+std::vector<FusionCall> cached_decision(CommContext& ctx, std::span<const FusedPart> parts,
+                                        const FusionSettings& settings) {
+  static DecisionCache cache;
+  std::vector<std::vector<std::size_t>> bytes;
+  bytes.reserve(parts.size());
+  for (const FusedPart& p : parts) bytes.push_back(p.bytes);
+  DecisionCache::Key key{&ctx, (settings.segments ? 1 : 0) | (settings.node_paths ? 2 : 0),
+                         std::move(bytes)};
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (cache.deletions != CommContext::deletions() || cache.entries.size() >= 256) {
+    cache.entries.clear();
+    cache.deletions = CommContext::deletions();
+  }
+  if (auto it = cache.entries.find(key); it != cache.entries.end()) return it->second;
+  std::vector<FusionCall> calls = decide_fusion(ctx.selector(), std::get<2>(key), settings).calls;
+  cache.entries.emplace(std::move(key), calls);
+  return calls;
+}
+
+/// How the group runs: one fused call with the options as given when an algorithm is
+/// forced (or there is one member); else the decision's calls, a fused one on the
+/// algorithm it was priced for, a member alone with the options as given.
+std::vector<CallPlan> plan_calls(MPI_Comm comm, std::span<const FusedPart> parts,
+                                 const Options& options, const FusedPlan& whole, bool nonblocking) {
+  std::vector<CallPlan> out;
+  if (parts.size() <= 1 || forced(options)) {
+    out.push_back({{}, options});
+    for (std::size_t m = 0; m < parts.size(); ++m) out.back().members.push_back(m);
+    return out;
+  }
+  check_config();
+  CommContext& ctx = context(comm);
+  FusionSettings settings;
+  const Checks checks = Checks::of(Algorithm::direct);
+  settings.segments = !checks.integrity && !checks.flip;
+  if (nonblocking) {  // as select_nonblocking: no node path until its segment fits
+    std::vector<std::size_t> offsets(whole.bytes.size(), 0);
+    settings.node_paths = hier::node_call_ready(ctx, Layout::varying(whole.bytes, offsets));
+  }
+  for (const FusionCall& c : cached_decision(ctx, parts, settings)) {
+    Options o = options;
+    if (c.members.size() > 1) {
+      o.algorithm = c.algorithm.id;
+      o.radix = c.algorithm.radix;
+    }
+    out.push_back({c.members, o});
+  }
+  return out;
+}
+
+std::vector<FusedPart> subset(std::span<const FusedPart> parts, const std::vector<std::size_t>& members) {
+  std::vector<FusedPart> out;
+  out.reserve(members.size());
+  for (std::size_t m : members) out.push_back(parts[m]);
+  return out;
+}
+
+/// One blocking call over `parts`.
+FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> parts,
+                     const Options& options) {
+  FusedPlan f = plan_fused(n, me, parts);
   FusedResult r{Algorithm::automatic, FusedWay::direct, f.total};
-  if (parts.empty()) return r;
   if (f.direct) {
     place_own(parts, f);
     r.algorithm = allgather_bytes(comm, f.buffers, f.layout(), options);
@@ -276,22 +385,18 @@ FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> part
   return r;
 }
 
-FusedRequest start_fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
-                                         const Options& options) {
-  std::unique_ptr<detail::FusedState, detail::FusedStateDeleter> s(new detail::FusedState);
-  s->parts.assign(parts.begin(), parts.end());
-  s->plan = plan_fused(comm, s->parts);
-  if (s->parts.empty()) {
-    s->unpacked = true;
-    return FusedRequest(std::move(s));
-  }
+/// One nonblocking call over `parts` (copied into the call).
+std::unique_ptr<detail::FusedCall> start_call(MPI_Comm comm, int n, int me,
+                                              std::vector<FusedPart> parts, const Options& options) {
+  auto s = std::make_unique<detail::FusedCall>();
+  s->parts = std::move(parts);
+  s->plan = plan_fused(n, me, s->parts);
   if (s->plan.direct) {
     s->way = FusedWay::direct;
     place_own(s->parts, s->plan);
     s->request = start_allgather_bytes(comm, s->plan.buffers, s->plan.layout(), options);
-    return FusedRequest(std::move(s));
+    return s;
   }
-  detail::progress_from_environment();
   CommContext& ctx = fused_context(comm, s->plan, s->parts.front().buffers.recv);
   const Layout layout = s->plan.layout();
   const AlgorithmChoice a = select_nonblocking(ctx, layout, options, true);
@@ -307,12 +412,48 @@ FusedRequest start_fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPar
     s->execution->use_block_pieces(s->pieces);
     s->algorithm = a.id;
     s->execution->start();
-    return FusedRequest(std::move(s));
+    return s;
   }
   s->way = FusedWay::staged;
   s->arena.resize(s->plan.total);
   pack_own(s->parts, s->plan, s->arena.data());
   s->request = start_allgather_bytes(comm, {nullptr, s->arena.data(), true}, layout, options);
+  return s;
+}
+
+}  // namespace
+
+FusedResult fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
+                                  const Options& options) {
+  int n = 0, me = 0;
+  check_parts(comm, parts, n, me);
+  const FusedPlan whole = plan_fused(n, me, parts);  // the whole group's sizes checked first
+  FusedResult r{Algorithm::automatic, FusedWay::direct, whole.total, 0};
+  if (parts.empty()) return r;
+  std::size_t most = 0;
+  for (const CallPlan& c : plan_calls(comm, parts, options, whole, false)) {
+    const FusedResult one = c.members.size() == parts.size()
+                                ? run_call(comm, n, me, parts, c.options)
+                                : run_call(comm, n, me, subset(parts, c.members), c.options);
+    if (r.calls++ == 0 || one.bytes > most) {
+      r.algorithm = one.algorithm;
+      r.way = one.way;
+      most = one.bytes;
+    }
+  }
+  return r;
+}
+
+FusedRequest start_fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPart> parts,
+                                         const Options& options) {
+  int n = 0, me = 0;
+  check_parts(comm, parts, n, me);
+  const FusedPlan whole = plan_fused(n, me, parts);
+  std::unique_ptr<detail::FusedState, detail::FusedStateDeleter> s(new detail::FusedState);
+  if (parts.empty()) return FusedRequest(std::move(s));
+  detail::progress_from_environment();
+  for (const CallPlan& c : plan_calls(comm, parts, options, whole, true))
+    s->calls.push_back(start_call(comm, n, me, subset(parts, c.members), c.options));
   return FusedRequest(std::move(s));
 }
 
@@ -327,24 +468,30 @@ FusedRequest& FusedRequest::operator=(FusedRequest&& other) noexcept {
 FusedRequest::~FusedRequest() = default;
 
 bool FusedRequest::test() {
-  if (!state_ || state_->unpacked) return true;
-  if (!state_->test_running()) return false;
-  state_->finish();
-  return true;
+  if (!state_) return true;
+  bool done = true;
+  for (auto& c : state_->calls) done = c->test() && done;
+  return done;
 }
 
 void FusedRequest::wait() {
-  if (!state_ || state_->unpacked) return;
-  state_->wait_running();
-  state_->finish();
+  if (!state_) return;
+  for (auto& c : state_->calls) c->wait();
 }
 
-bool FusedRequest::active() const { return state_ && !state_->unpacked; }
+bool FusedRequest::active() const {
+  if (!state_) return false;
+  for (const auto& c : state_->calls)
+    if (!c->unpacked) return true;
+  return false;
+}
 
 Algorithm FusedRequest::algorithm() const {
-  if (!state_ || state_->parts.empty()) return Algorithm::automatic;
-  return state_->execution ? state_->algorithm : state_->request.algorithm();
+  detail::FusedCall* c = state_ ? state_->largest() : nullptr;
+  return c != nullptr ? c->ran() : Algorithm::automatic;
 }
+
+std::size_t FusedRequest::calls() const { return state_ ? state_->calls.size() : 0; }
 
 const char* to_string(FusedWay w) {
   switch (w) {
@@ -355,6 +502,9 @@ const char* to_string(FusedWay w) {
   return "?";
 }
 
-FusedWay FusedRequest::way() const { return state_ ? state_->way : FusedWay::direct; }
+FusedWay FusedRequest::way() const {
+  detail::FusedCall* c = state_ ? state_->largest() : nullptr;
+  return c != nullptr ? c->way : FusedWay::direct;
+}
 
 }  // namespace agx

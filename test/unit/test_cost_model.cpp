@@ -163,7 +163,10 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
             {4, 4, 4 << 20, {Algorithm::bruck, 4}}};
   t.group_nodes = 16;
   t.params.group_link_s_per_byte = 2e-11;
+  t.compress_lz4_bytes_per_s = 1.5e9;
   const Tuning back = parse_tuning(format_tuning(t), "test");
+  CHECK(back.compress_lz4_bytes_per_s == Approx(1.5e9));
+  CHECK(back.compress_zstd_bytes_per_s == 0);  // not written: measured by the library
   CHECK(back.group_nodes == 16);
   CHECK(back.params.group_link_s_per_byte == Approx(2e-11));
   CHECK(parse_tuning("agx-tuning 1\n", "t").group_nodes == 0);  // no groups unless given

@@ -81,6 +81,7 @@ int run_one_k(MPI_Comm comm, const Settings& s, int k, std::FILE* csv) {
     Members m(k, bytes, nranks, rank);
     agx::Algorithm ran = agx::Algorithm::automatic;
     agx::FusedWay way = agx::FusedWay::direct;
+    std::size_t calls = 0;
     std::string error;
     double sep = -1, fus = -1, mpi = -1;
     try {
@@ -97,6 +98,7 @@ int run_one_k(MPI_Comm comm, const Settings& s, int k, std::FILE* csv) {
         const agx::FusedResult r = g.run();
         ran = r.algorithm;
         way = r.way;
+        calls = r.calls;
       });
     } catch (const agx::Error& e) {
       error = e.what();
@@ -112,13 +114,16 @@ int run_one_k(MPI_Comm comm, const Settings& s, int k, std::FILE* csv) {
     bad += wrong;
     if (rank != 0) continue;
     const std::string status = !error.empty() ? "error: " + error : wrong ? "WRONG" : "ok";
-    std::printf("%10zu %4d %12.3e %12.3e %12.3e %9.2f %9.2f %s%s%s\n", bytes, k, sep, fus, mpi,
-                sep > 0 ? fus / sep : 0.0, mpi > 0 ? fus / mpi : 0.0,
-                std::string(agx::to_string(ran)).c_str(), (std::string(" ") + agx::to_string(way)).c_str(),
+    // What the fused call ran: the algorithm and way of its largest call, and how many
+    // all-gathers the group ran as (1: fused as one; K: every member alone).
+    const std::string algorithm(agx::to_string(ran));
+    std::printf("%10zu %4d %12.3e %12.3e %12.3e %9.2f %9.2f %s %s, %zu call%s%s\n", bytes, k, sep, fus,
+                mpi, sep > 0 ? fus / sep : 0.0, mpi > 0 ? fus / mpi : 0.0, algorithm.c_str(),
+                agx::to_string(way), calls, calls == 1 ? "" : "s",
                 status == "ok" ? "" : ("  " + status).c_str());
     if (csv != nullptr)
-      std::fprintf(csv, "%d,%d,%zu,%.9e,%.9e,%.9e,%s,%s\n", nranks, k, bytes, sep, fus, mpi,
-                   agx::to_string(way), status.c_str());
+      std::fprintf(csv, "%d,%d,%zu,%.9e,%.9e,%.9e,%s,%s,%zu,%s\n", nranks, k, bytes, sep, fus, mpi,
+                   algorithm.c_str(), agx::to_string(way), calls, status.c_str());
   }
   if (rank == 0 && bad > 0) std::fprintf(stderr, "agx-bench: K=%d: %d size(s) WRONG or failed\n", k, bad);
   return bad;
@@ -134,7 +139,7 @@ int run_fused(MPI_Comm comm, const Settings& s) {
   std::FILE* csv = nullptr;
   if (rank == 0 && !s.csv.empty()) {
     csv = std::fopen(s.csv.c_str(), "w");
-    if (csv != nullptr) std::fprintf(csv, "# %s\nN,K,bytes,separate_s,fused_s,mpi_s,way,status\n", s.command_line.c_str());
+    if (csv != nullptr) std::fprintf(csv, "# %s\nN,K,bytes,separate_s,fused_s,mpi_s,algorithm,way,calls,status\n", s.command_line.c_str());
   }
   const std::vector<int> ks = s.fused_ks.empty() ? std::vector<int>{s.fused} : s.fused_ks;
   int bad = 0;
