@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds agx three times, runs the tests, and
 # ends with one line "agx tests: N passed, N failed, N skipped". What runs where, with its
 # serial seconds on a 2-core machine (from the meson and ninja logs of a run on a shared
-# one, less what this layout leaves out; the whole script about 20-25 minutes in CI):
+# one, less what this layout leaves out; the whole script about 25 minutes in CI):
 #   build        Open MPI, -Dwerror=true, CUDA where nvcc is: every target (about 820 s of
 #                compiling); every suite but cluster (about 920 s), then the cluster suite
 #                (about 75 s). The MPI matrix: whole at 1-5 ranks, whole on the world
