@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds agx against Open MPI (all suites),
-# against MPICH (unit tests, a small MPI run, the interposer and faults suites) and with the
-# address and undefined-behaviour sanitizers (unit tests, the MPI matrix at 1-3 ranks,
-# split messages, the soak), runs them, and ends with one line
-# "agx tests: N passed, N failed, N skipped".
+# The test command: installs what is missing, builds agx three times, runs the tests, and
+# ends with one line "agx tests: N passed, N failed, N skipped". What runs where, with its
+# serial seconds on a 2-core machine (from the meson and ninja logs of a run on a shared
+# one, less what this layout leaves out; the whole script about 25 minutes in CI):
+#   build        Open MPI, -Dwerror=true, CUDA where nvcc is: every target (about 820 s of
+#                compiling); every suite but cluster (about 920 s), then the cluster suite
+#                (about 75 s). The MPI matrix: whole at 1-5 ranks, whole on the world
+#                communicator and quick on the others at 7, 8 and 11 (test/mpi/meson.build).
+#   build-mpich  MPICH, -Dwerror=true, no CUDA: libagx, the interposer and the programs of
+#                its tests only (about 480 s; the tools and the unit tests, which use no
+#                MPI, are checked on Open MPI, and scripts/build-matrix.sh builds every
+#                target against MPICH); the matrix at 1-3 ranks, timeouts, integrity (about
+#                50 s), the pmpi and faults suites (about 160 s).
+#   build-asan   address and undefined-behaviour sanitizers, -O1, no werror: libagx and the
+#                programs of its runs only (about 590 s); the unit tests (about 130 s), the
+#                matrix at 1-3 ranks, split messages, nonblocking, the soak (about 120 s).
 # Warnings are errors here (-Dwerror=true on the Open MPI and MPICH builds), not in the
 # default options users build with; a configure-only check (about 5 s) makes sure those
 # defaults stay free of werror. The full matrix of build combinations (release/debug,
@@ -12,15 +23,38 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 
-configure() {  # configure <dir> [meson options...]
+setup() {  # setup <dir> [meson options...]
   local dir=$1; shift
   if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" "$@" >/dev/null
   else meson setup "$dir" "$@" >/dev/null; fi
-  ninja -C "$dir"
+}
+# test_targets <dir> [NAME...] [--suite SUITE...]: what ninja must build for those tests
+# (each test's program and its `depends`, from meson's introspection); a name that is no
+# test of <dir> is an error, so that a renamed test cannot drop out unseen.
+test_targets() {
+  python3 - "$@" <<'PY'
+import json, os, subprocess, sys
+build, names, suites, args = sys.argv[1], set(), set(), sys.argv[2:]
+while args:
+    a = args.pop(0)
+    if a == "--suite": suites.add(args.pop(0))
+    else: names.add(a)
+intro = lambda what: json.loads(subprocess.check_output(["meson", "introspect", what, build]))
+tests, targets = intro("--tests"), {t["id"]: t for t in intro("--targets")}
+missing = names - {t["name"] for t in tests}
+if missing: sys.exit(f"test_targets: no such test in {build}: {' '.join(sorted(missing))}")
+files = set()
+for t in tests:
+    if t["name"] in names or suites & {s.split(":")[-1] for s in t["suite"]}:
+        for d in t["depends"]:
+            files.update(os.path.relpath(f, build) for f in targets[d]["filename"])
+print("\n".join(sorted(files)))
+PY
 }
 
 status=0
-configure build -Dwerror=true
+setup build -Dwerror=true
+ninja -C build  # everything: each program compiles warning-free against Open MPI, with CUDA
 # (own log names: a `meson test` run by hand at the same time writes testlog.json)
 meson test -C build --print-errorlogs --logbase openmpi --no-suite cluster || status=1  # every other suite, python included
 logs=(build/meson-logs/openmpi.json)
@@ -43,14 +77,21 @@ rm -rf build-defaults
 echo "{\"result\": \"$result\"}" > build/meson-logs/build-defaults.json  # counted below
 logs+=(build/meson-logs/build-defaults.json)
 
-configure build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true  # CUDA is checked once, on Open MPI
+# MPICH: libagx, the interposer and the programs of its tests only (the tools and the unit
+# tests, which use no MPI, are built and run against Open MPI above; scripts/build-matrix.sh
+# builds everything against MPICH).
+setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true  # CUDA is checked once, on Open MPI
+mpich_core=(allgather-np1 allgather-np2 allgather-np3
+            timeout-ring-abort timeout-ring-error timeout-pmpi-ring-error
+            integrity-flip-np3-1_1 integrity-flip-np5-3_1)
+targets=$(test_targets build-mpich "${mpich_core[@]}" --suite pmpi --suite faults)
+ninja -C build-mpich $targets  # (paths without spaces; an empty list would build everything)
 # meson test intersects test names with --suite, so the two sets run separately.
-meson test -C build-mpich --print-errorlogs --logbase mpich-core \
-  unit allgather-np1 allgather-np2 allgather-np3 \
-  timeout-ring-abort timeout-ring-error timeout-pmpi-ring-error \
-  integrity-flip-np3-1_1 integrity-flip-np5-3_1 || status=1
+meson test -C build-mpich --no-rebuild --print-errorlogs --logbase mpich-core \
+  "${mpich_core[@]}" || status=1
 logs+=(build-mpich/meson-logs/mpich-core.json)
-meson test -C build-mpich --print-errorlogs --logbase mpich-pmpi --suite pmpi --suite faults || status=1
+meson test -C build-mpich --no-rebuild --print-errorlogs --logbase mpich-pmpi \
+  --suite pmpi --suite faults || status=1
 logs+=(build-mpich/meson-logs/mpich-pmpi.json)
 
 # The sanitizer build: only libagx and the programs of the runs below (-O1; warnings are
@@ -61,17 +102,17 @@ logs+=(build-mpich/meson-logs/mpich-pmpi.json)
 # components still loaded at exit (mca_base_component_disable_dlclose).
 asan_options=(-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -Dwerror=false
               -Doptimization=1 -Dsoak_seconds=10 -Dcpp_args=-Wno-maybe-uninitialized)
-if [ -f build-asan/build.ninja ]; then meson setup --reconfigure build-asan "${asan_options[@]}" >/dev/null
-else meson setup build-asan "${asan_options[@]}" >/dev/null; fi
-ninja -C build-asan test/unit/test_unit test/mpi/test_allgather test/soak/soak test/nb/test_nb
+setup build-asan "${asan_options[@]}"
+asan_mpi=(allgather-np1 allgather-np2 allgather-np3 allgather-split-messages nb-np3
+          soak-np4 soak-np5-virtual-nodes)
+targets=$(test_targets build-asan unit "${asan_mpi[@]}")
+ninja -C build-asan $targets
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 meson test -C build-asan --no-rebuild --print-errorlogs --logbase asan-unit unit || status=1
 logs+=(build-asan/meson-logs/asan-unit.json)
 ASAN_OPTIONS=fast_unwind_on_malloc=0 OMPI_MCA_mca_base_component_disable_dlclose=1 \
 LSAN_OPTIONS=suppressions=$PWD/test/sanitizers/lsan.supp:print_suppressions=0 \
-  meson test -C build-asan --no-rebuild --print-errorlogs --logbase asan-mpi \
-  allgather-np1 allgather-np2 allgather-np3 allgather-split-messages nb-np3 \
-  soak-np4 soak-np5-virtual-nodes || status=1
+  meson test -C build-asan --no-rebuild --print-errorlogs --logbase asan-mpi "${asan_mpi[@]}" || status=1
 logs+=(build-asan/meson-logs/asan-mpi.json)
 
 python3 - "${logs[@]}" <<'PY'
