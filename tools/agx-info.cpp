@@ -71,7 +71,8 @@ int registry_mode(int argc, char** argv) {
     std::fprintf(stderr,
                  "agx-info: the lists of algorithms differ from the registry (lib/core/registry.cpp)\n"
                  "  registry: %s --%s\n  lists:    %s --%s\n"
-                 "update agx_algorithm_variants and agx_node_algorithms in the top-level meson.build\n",
+                 "the top-level meson.build reads them from the first line of each entry of\n"
+                 "include/agx/algorithms.def: id, \"file\", default radix, (radices), nothing else\n",
                  join(variants).c_str(), join(node).c_str(), join(given).c_str(), join(given_node).c_str());
     return 1;
   }

@@ -1,7 +1,8 @@
 #pragma once
-// Algorithm ids and their parameters. Names, summaries, parameters and restrictions
-// come from the one registry in libagx (lib/core/registry.cpp), which the C++ option,
-// AGX_ALGO, logs, tools, tests and the table in docs/algorithms.md all read.
+// Algorithm ids and their parameters. The ids, names, summaries, parameters and
+// restrictions come from the registry's data, algorithms.def next to this header, which
+// lib/core/registry.cpp turns into the one registry table that the C++ option, AGX_ALGO,
+// logs, tools, tests and the table in docs/algorithms.md all read.
 
 #include <compare>
 #include <optional>
@@ -12,17 +13,15 @@
 
 namespace agx {
 
+/// `automatic`, then one id per entry of algorithms.def, in its order (`Algorithm::ring`,
+/// `Algorithm::bruck`, ...; docs/algorithms.md has the table).
 enum class Algorithm : int {
-  automatic,           ///< let agx choose (see docs/algorithms.md, "auto")
-  direct,              ///< one round, every rank sends its block to every other rank
-  ring,                ///< N-1 rounds, one block per round to the right neighbour
-  neighbor_exchange,   ///< N/2 rounds, two blocks per round, alternating neighbours
-  recursive_doubling,  ///< log2 N rounds, doubling data per round (folding for any N)
-  bruck,               ///< log N rounds for any N, blocks addressed by index (no rotation)
-  hierarchical,        ///< node stage in shared memory + node aggregates between nodes
-  shared_memory,       ///< all ranks on one node: shared segment or single copy
-  distance_halving,    ///< recursive doubling, largest distance first (Sparbit's idea)
-  locality_bruck,      ///< Bruck over groups of k ranks, most rounds inside a group
+  automatic,  ///< let agx choose (see docs/algorithms.md, "auto")
+#define AGX_PLANNER(id, ...) id,
+#define AGX_NODE_PATH(id, ...) id,
+#include <agx/algorithms.def>
+#undef AGX_PLANNER
+#undef AGX_NODE_PATH
 };
 
 /// An algorithm with its parameters, as AGX_ALGO writes it: "bruck:k=4".

@@ -1,6 +1,7 @@
-// The registry (registry.hpp): the one table of algorithms. Adding an algorithm is its
-// file (a planner and its accessor) plus one line here, and its id in
-// include/agx/algorithm.hpp; everything else iterates this table.
+// The registry (registry.hpp): the one table of algorithms, made from the registry's data,
+// include/agx/algorithms.def (one entry per algorithm), plus `auto`. Adding an algorithm is
+// its file (a planner and its accessor) plus one entry there; everything else iterates
+// this table.
 
 #include "core/registry.hpp"
 
@@ -8,58 +9,57 @@
 
 #include <charconv>
 #include <climits>
+#include <initializer_list>
 
 namespace agx {
 
-// The planner accessors, one per algorithm file.
-const Planner& direct_planner();
-const Planner& ring_planner();
-const Planner& neighbor_exchange_planner();
-const Planner& recursive_doubling_planner();
-const Planner& bruck_planner();
-const Planner& distance_halving_planner();
-const Planner& locality_bruck_planner();
+// The planner accessors, one per algorithm file: `const Planner& ring_planner();`, ...
+#define AGX_PLANNER(id, ...) const Planner& id##_planner();
+#define AGX_NODE_PATH(...)
+#include <agx/algorithms.def>
+#undef AGX_PLANNER
+#undef AGX_NODE_PATH
 
 namespace {
 
-constexpr int bruck_radices[] = {2, 4, 8};
-constexpr int group_sizes[] = {4, 8, 16};
+#define AGX_UNPAREN(...) __VA_ARGS__
 
-// clang-format off
+// The radices of each algorithm: `ring_radices` (empty), `bruck_radices` {2, 4, 8}, ...
+#define AGX_PLANNER(id, file, default_radix, radices, ...) \
+  constexpr std::initializer_list<int> id##_radices = {AGX_UNPAREN radices};
+#define AGX_NODE_PATH AGX_PLANNER  // the same for both kinds
+#include <agx/algorithms.def>
+#undef AGX_PLANNER
+#undef AGX_NODE_PATH
+
+constexpr std::span<const int> span_of(std::initializer_list<int> l) { return {l.begin(), l.size()}; }
+
+// One entry per algorithm: the id is the name; the planner is `id_planner` for a
+// point-to-point schedule, none for a path lib/hier runs itself.
+#define AGX_ENTRY(id, file, default_radix, radices, summary, parameters, restrictions, rounds, bytes, p2p, planner) \
+  {{Algorithm::id, #id, summary, parameters, restrictions, default_radix, span_of(id##_radices), p2p}, \
+   planner, file, rounds, bytes},
+#define AGX_PLANNER(id, ...) AGX_ENTRY(id, __VA_ARGS__, true, &id##_planner)
+#define AGX_NODE_PATH(id, ...) AGX_ENTRY(id, __VA_ARGS__, false, nullptr)
+
 constexpr RegistryEntry entries[] = {
   {{Algorithm::automatic, "auto", "choose per call: measured winner from the tuning file, else the lowest predicted time", "", "", 0, {}, false},
    nullptr, "lib/core/select.cpp", "", ""},
-  {{Algorithm::direct, "direct", "one round: send own block to all, receive from all", "", "none; meant for small N", 0, {}, true},
-   &direct_planner, "lib/direct/direct.cpp", "1", "(N−1)·M in N−1 messages"},
-  {{Algorithm::ring, "ring", "N−1 rounds to the right neighbour; bandwidth-optimal", "", "none", 0, {}, true},
-   &ring_planner, "lib/ring/ring.cpp", "N−1", "(N−1)·M in N−1 messages"},
-  {{Algorithm::neighbor_exchange, "neighbor_exchange", "N/2 rounds of two blocks with alternating neighbours; odd N folds one rank", "", "none", 0, {}, true},
-   &neighbor_exchange_planner, "lib/ring/neighbor_exchange.cpp", "N/2 (even N); (N−1)/2 + 2 (odd N)", "(N−1)·M in N/2 messages"},
-  {{Algorithm::recursive_doubling, "recursive_doubling", "log₂N rounds with partner rank XOR 2^k; non-power-of-two N folds the extra ranks", "", "none", 0, {}, true},
-   &recursive_doubling_planner, "lib/rd/recursive_doubling.cpp", "log₂N (power of two); ⌊log₂N⌋ + 2", "(N−1)·M (+ (N−1)·M on the last hop when folded)"},
-  {{Algorithm::bruck, "bruck", "radix-k Bruck: in round r send what you hold to k−1 peers rank − j·k^r; no final rotation", "k: radix, 2 or more (default 2; k ≥ N is one round)", "none", 2, bruck_radices, true},
-   &bruck_planner, "lib/rd/bruck.cpp", "⌈log_k N⌉", "(N−1)·M in up to (k−1)·⌈log_k N⌉ messages"},
-  {{Algorithm::hierarchical, "hierarchical", "node stage in shared memory, node aggregates between nodes by a schedule (lib/hier)", "", "more than one node, and fewer nodes than ranks", 0, {}, false},
-   nullptr, "lib/hier/node_planner.cpp", "put; get of the own node's blocks while the inter-node schedule runs between leaders (I rounds); get of the rest: I + 2", "M into the segment; leader l: slice l of the node aggregates as the inter-node algorithm moves them (docs/hierarchy.md)"},
-  {{Algorithm::shared_memory, "shared_memory", "one node: shared segment with flag sync, single copy for large blocks (lib/hier)", "", "all ranks on one node", 0, {}, false},
-   nullptr, "lib/hier/node_planner.cpp", "2: put the own block, get the others", "no message: M into the segment, (N−1)·M out of it"},
-  {{Algorithm::distance_halving, "distance_halving", "recursive doubling with partner rank XOR N/2^(k+1): the heavy rounds go to the nearest (same-node) ranks", "", "none", 0, {}, true},
-   &distance_halving_planner, "lib/rd/distance_halving.cpp", "log₂N (power of two); ⌊log₂N⌋ + 2", "(N−1)·M (+ (N−1)·M on the last hop when folded)"},
-  {{Algorithm::locality_bruck, "locality_bruck", "locality-aware Bruck: groups of k consecutive ranks, most rounds inside a group, one message per rank per step between groups (radix k+1 over groups)", "k: group size, 2 or more (default 8; k must divide N, else Bruck k=2)", "none", 8, group_sizes, true},
-   &locality_bruck_planner, "lib/rd/locality_bruck.cpp", "1 + 2·⌈log_(k+1)(N/k)⌉", "(N−1)·M; between groups at most one message per step"},
+#include <agx/algorithms.def>
 };
-// clang-format on
+
+#undef AGX_PLANNER
+#undef AGX_NODE_PATH
+#undef AGX_ENTRY
+#undef AGX_UNPAREN
 
 constexpr bool in_id_order() {
   for (std::size_t i = 0; i < std::size(entries); ++i)
     if (static_cast<std::size_t>(entries[i].info.id) != i) return false;
   return true;
 }
+// True by construction (the enum and this table read the same file); a guard for `auto`.
 static_assert(in_id_order(), "registry entries must be in the order of enum class Algorithm");
-
-// point_to_point must be set exactly for the entries with a planner. (Checked by the
-// unit test "registry entries are complete and agree with their planners", not by a
-// static_assert: under -fsanitize GCC does not treat a function's address as a constant.)
 
 // Concatenation without operator+ on temporaries (GCC 12 warns falsely on those, -Wrestrict).
 std::string cat(std::initializer_list<std::string_view> parts) {

@@ -4,9 +4,12 @@
 1. Every AGX_* environment variable the code reads (a string literal "AGX_..." in the C++
    sources of lib/, tools/ and include/) has a row in docs/environment.md, and every row
    there names a variable the code reads.
-2. Every algorithm of the registry (lib/core/registry.cpp) is named (`name`) in
-   docs/algorithms.md and in the AGX_ALGO row of docs/environment.md; every point-to-point
-   algorithm of the registry (what an inter-node stage can run) is in the AGX_HIER_INTER row.
+2. Every algorithm of the registry's data (include/agx/algorithms.def) is named (`name`)
+   in docs/algorithms.md. The rows of AGX_ALGO (docs/environment.md) and AGX_HIER_INTER
+   (docs/environment.md, docs/hierarchy.md) point to the registry's table there instead
+   of listing names, so that they cannot go stale: each links docs/algorithms.md and names
+   no algorithm, except that an AGX_HIER_INTER row names every node path (AGX_NODE_PATH:
+   the algorithms an inter-node stage cannot run) as the exception.
 
     test/docs/check_docs.py [SOURCE_ROOT]      # exit 0: all match; 1: each mismatch printed
 """
@@ -40,28 +43,37 @@ for name in sorted(rows):
     if name not in in_code:
         problems.append(f"docs/environment.md lists {name}, which no source reads")
 
-# 2. Algorithms: the registry's entries, {{Algorithm::id, "name", ..., point_to_point},
-registry = read("lib/core/registry.cpp")
-entries = re.findall(r'\{\{Algorithm::\w+,\s*"([a-z0-9_]+)",[^\n]*?,\s*(true|false)\},\s*$', registry, re.M)
-names = [n for n, _ in entries]
-planners = [n for n, p2p in entries if p2p == "true"]
+# 2. Algorithms: the first line of each entry of the registry's data,
+#    AGX_PLANNER(id, "file", ...  or  AGX_NODE_PATH(id, "file", ...
+registry = read("include/agx/algorithms.def")
+entries = re.findall(r"^(AGX_PLANNER|AGX_NODE_PATH)\((\w+),", registry, re.M)
+names = [n for _, n in entries]
+node_paths = [n for kind, n in entries if kind == "AGX_NODE_PATH"]
 if not names:
-    problems.append("found no entry in lib/core/registry.cpp (has its format changed?)")
-if not planners:
-    problems.append("found no point-to-point entry in lib/core/registry.cpp")
+    problems.append("found no entry in include/agx/algorithms.def (has its format changed?)")
 algo_doc = read("docs/algorithms.md")
 for name in names:
     if f"`{name}`" not in algo_doc:
         problems.append(f"algorithm {name} is not named in docs/algorithms.md")
-    if f"`{name}`" not in rows.get("AGX_ALGO", ""):
-        problems.append(f"algorithm {name} is missing from AGX_ALGO's list in docs/environment.md")
-for name in planners:
-    if f"`{name}`" not in rows.get("AGX_HIER_INTER", ""):
-        problems.append(f"planner {name} is missing from AGX_HIER_INTER's list in docs/environment.md")
+hier_doc = read("docs/hierarchy.md")
+hier_rows = re.findall(r"^\| `AGX_HIER_INTER` \|.*$", hier_doc, re.M)
+if not hier_rows:
+    problems.append("docs/hierarchy.md has no AGX_HIER_INTER row")
+option_rows = [("AGX_ALGO", "docs/environment.md", rows.get("AGX_ALGO", ""), []),
+               ("AGX_HIER_INTER", "docs/environment.md", rows.get("AGX_HIER_INTER", ""), node_paths)]
+option_rows += [("AGX_HIER_INTER", "docs/hierarchy.md", row, node_paths) for row in hier_rows]
+for var, page, row, exceptions in option_rows:
+    if "algorithms.md" not in row:
+        problems.append(f"{page}: the {var} row does not point to the registry's table in docs/algorithms.md")
+    for name in names:
+        if name in exceptions and f"`{name}`" not in row:
+            problems.append(f"{page}: the {var} row does not name {name}, which it cannot run")
+        if name not in exceptions and f"`{name}`" in row:
+            problems.append(f"{page}: the {var} row lists {name}; point to the table instead (a list goes stale)")
 
 for p in problems:
     print("FAIL:", p)
 print(f"check_docs: {len(in_code)} variables in the code, {len(rows)} in docs/environment.md, "
-      f"{len(names)} algorithms, {len(planners)} planners: "
+      f"{len(names)} algorithms, {len(node_paths)} node paths: "
       + ("all match" if not problems else f"{len(problems)} mismatches"))
 sys.exit(1 if problems else 0)

@@ -2,7 +2,8 @@
 # Builds agx-sim, agx's executor and planners against SimGrid SMPI (smpicxx), from the
 # same sources as libagx: lib/core's schedule, planner, registry, message, executor (with
 # its timeout and integrity checks and CRC32C), validator, cost model, config, tuning and
-# selector (select.cpp), lib/ring, lib/rd, lib/direct, lib/hier/node_planner.cpp (the
+# selector (select.cpp), the planner file of each AGX_PLANNER entry of the registry's data
+# (include/agx/algorithms.def, as meson.build reads it), lib/hier/node_planner.cpp (the
 # shared_memory and hierarchical planners), plus tools/sim (driver, the simulator's node
 # model, its progress model and the fair baselines). The rest of lib/hier (shared memory,
 # hwloc), lib/pmpi and lib/core's communicator files are not compiled: select.cpp also
@@ -20,11 +21,12 @@ if ! command -v smpicxx >/dev/null 2>&1; then
   exit 77
 fi
 mkdir -p "$out/obj"
+mapfile -t planners < <(sed -n 's/^AGX_PLANNER([a-z0-9_]*, *"\([^"]*\)".*/\1/p' "$root/include/agx/algorithms.def")
 sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/core/message.cpp lib/core/executor.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
          lib/core/tuning.cpp lib/core/select.cpp
-         lib/direct/*.cpp lib/ring/*.cpp lib/rd/*.cpp lib/hier/node_planner.cpp
+         "${planners[@]}" lib/hier/node_planner.cpp
          tools/sim/baselines.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
 flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections
        -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")
@@ -36,7 +38,7 @@ for s in "${sources[@]}"; do
     objs+=("$o")
     # Rebuild only what changed (sources or the headers they may include).
     if [ ! -f "$o" ] || [ -n "$(find "$f" "$root/lib/core" "$root/lib/hier" "$root/include/agx" "$root/tools/sim" "$root/tools/cli_values.hpp" \
-                                   -newer "$o" -name '*.[hc]pp' -print -quit)" ]; then
+                                   -newer "$o" \( -name '*.[hc]pp' -o -name '*.def' \) -print -quit)" ]; then
       extra=()
       # select.cpp's communicator entry points stay local to agx-sim (hidden), so that the
       # linker can drop them (agx-sim is a shared object that smpirun loads).
