@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds agx three times, runs the tests, and
 # ends with one line "agx tests: N passed, N failed, N skipped". What runs where, with its
 # serial seconds on a 2-core machine (from the meson and ninja logs of a run on a shared
-# one, less what this layout leaves out; the whole script about 25 minutes in CI):
+# one, less what this layout leaves out; the whole script about 26 minutes in CI):
 #   build        Open MPI, -Dwerror=true, CUDA where nvcc is: every target (about 820 s of
 #                compiling); every suite but cluster (about 920 s), then the cluster suite
 #                (about 75 s). The MPI matrix: whole at 1-5 ranks, whole on the world
@@ -11,7 +11,8 @@
 #                its tests only (about 480 s; the tools and the unit tests, which use no
 #                MPI, are checked on Open MPI, and scripts/build-matrix.sh builds every
 #                target against MPICH); the matrix at 1-3 ranks, timeouts, integrity (about
-#                50 s), the pmpi and faults suites (about 160 s).
+#                50 s), the pmpi and faults suites (about 160 s), three cluster tests
+#                across network-namespace nodes (about 60 s).
 #   build-asan   address and undefined-behaviour sanitizers, -O1, no werror: libagx and the
 #                programs of its runs only (about 590 s); the unit tests (about 130 s), the
 #                matrix at 1-3 ranks, split messages, nonblocking, the soak (about 120 s).
@@ -84,7 +85,11 @@ setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true  # CUDA is checked o
 mpich_core=(allgather-np1 allgather-np2 allgather-np3
             timeout-ring-abort timeout-ring-error timeout-pmpi-ring-error
             integrity-flip-np3-1_1 integrity-flip-np5-3_1)
-targets=$(test_targets build-mpich "${mpich_core[@]}" --suite pmpi --suite faults)
+# MPICH across network-namespace nodes (docs/cluster.md; about 60 s): hydra's launch on
+# 3x2, the matrix on 3x1, the interposer on 2 nodes (the 2x2 matrix is left to
+# `meson test -C build-mpich --suite cluster`).
+mpich_cluster=(cluster-mpich-launch-3x2 cluster-mpich-matrix-3x1 cluster-mpich-pmpi-c-auto)
+targets=$(test_targets build-mpich "${mpich_core[@]}" "${mpich_cluster[@]}" --suite pmpi --suite faults)
 ninja -C build-mpich $targets  # (paths without spaces; an empty list would build everything)
 # meson test intersects test names with --suite, so the two sets run separately.
 meson test -C build-mpich --no-rebuild --print-errorlogs --logbase mpich-core \
@@ -93,6 +98,9 @@ logs+=(build-mpich/meson-logs/mpich-core.json)
 meson test -C build-mpich --no-rebuild --print-errorlogs --logbase mpich-pmpi \
   --suite pmpi --suite faults || status=1
 logs+=(build-mpich/meson-logs/mpich-pmpi.json)
+meson test -C build-mpich --no-rebuild --print-errorlogs --logbase mpich-cluster \
+  "${mpich_cluster[@]}" || status=1
+logs+=(build-mpich/meson-logs/mpich-cluster.json)
 
 # The sanitizer build: only libagx and the programs of the runs below (-O1; warnings are
 # not errors here, GCC 12 warns falsely under the sanitizers). A UB report stops its test
