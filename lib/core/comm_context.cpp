@@ -1,5 +1,6 @@
 #include "core/comm_context.hpp"
 
+#include "core/config.hpp"
 #include "core/executor.hpp"
 #include "core/mpi_check.hpp"
 #include "core/planner.hpp"
@@ -7,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -36,6 +38,18 @@ CommContext* remembered(MPI_Comm user_comm) {
 void remember(MPI_Comm user_comm, CommContext* ctx) {
   last = {user_comm, ctx, deletions.load(std::memory_order_acquire)};
 }
+
+// Private communicators of the live contexts (of_private), and a generation counter
+// bumped whenever a context is made or destroyed: a thread's last answer stays valid
+// while the generation is unchanged.
+std::map<MPI_Comm, CommContext*> private_comms;
+std::atomic<std::uint64_t> private_generation{0};
+struct LastPrivate {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommContext* ctx = nullptr;
+  std::uint64_t generation = ~std::uint64_t{0};
+};
+thread_local LastPrivate last_private;
 
 // Runs first thing in MPI_Finalize (attributes of MPI_COMM_SELF are deleted first):
 // releases the contexts of communicators the user never freed.
@@ -107,13 +121,33 @@ CommContext* CommContext::find(MPI_Comm user_comm) {
   return ctx;
 }
 
+CommContext* CommContext::of_private(MPI_Comm comm) {
+  const std::uint64_t g = private_generation.load(std::memory_order_acquire);
+  if (last_private.comm == comm && last_private.generation == g) return last_private.ctx;
+  std::lock_guard lock(registry_mutex);
+  const auto it = private_comms.find(comm);
+  CommContext* ctx = it == private_comms.end() ? nullptr : it->second;
+  last_private = {comm, ctx, private_generation.load(std::memory_order_acquire)};
+  return ctx;
+}
+
 CommContext::CommContext(MPI_Comm comm, Selector* selector, std::unique_ptr<NodeState> node)
-    : comm_(comm), selector_(selector), node_(std::move(node)) {
+    : comm_(comm), descriptors_(config().descriptor_cache), selector_(selector),
+      node_(std::move(node)) {
   check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
   check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  std::lock_guard lock(registry_mutex);
+  private_comms[comm_] = this;
+  private_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 CommContext::~CommContext() {
+  {
+    std::lock_guard lock(registry_mutex);
+    private_generation.fetch_add(1, std::memory_order_acq_rel);
+    const auto it = private_comms.find(comm_);
+    if (it != private_comms.end() && it->second == this) private_comms.erase(it);
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // a request outlived MPI_Finalize: MPI has released everything
@@ -126,6 +160,22 @@ const Schedule& CommContext::schedule(const AlgorithmChoice& a) {
   if (it == schedules_.end())
     it = schedules_.emplace(a, planner_for(a.id).plan({size_, rank_, a.radix})).first;
   return it->second;
+}
+
+std::shared_ptr<CompiledSchedule> CommContext::compiled(const Schedule& schedule,
+                                                       const Layout& layout, bool in_place,
+                                                       std::size_t max_message_bytes) {
+  auto c = descriptors_.find(schedule, layout, in_place, max_message_bytes);
+  if (!c) {
+    // Only this context's own schedules, which live as long as it: a cached entry's
+    // schedule address then always names the same schedule.
+    bool own = false;
+    for (const auto& [choice, s] : schedules_) own = own || &s == &schedule;
+    if (!own) return nullptr;
+    c = descriptors_.compile(schedule, layout, in_place, max_message_bytes);
+  }
+  if (c && !c->usable()) c.reset();
+  return c;
 }
 
 void SelectorDeleter::operator()(Selector* s) const { delete s; }

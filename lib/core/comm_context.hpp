@@ -2,8 +2,9 @@
 // Per-communicator state, cached as an MPI attribute on the user's communicator:
 // a private communicator over the same ranks for agx's own messages (user traffic can
 // never match them; made without copying any user attribute), the selection state
-// (placement and tuning), cached schedules, the tag sequence, and the state a layer
-// above keeps per communicator (lib/hier's node state).
+// (placement and tuning), cached schedules and their compiled message descriptors
+// (descriptors.hpp), the tag sequence, and the state a layer above keeps per communicator
+// (lib/hier's node state).
 //
 // lib/core only finds and owns contexts; lib/api/context.cpp sets them up (collective:
 // one exchange over the communicator, docs/hierarchy.md "Set-up").
@@ -18,6 +19,7 @@
 
 #include <agx/algorithm.hpp>
 
+#include "core/descriptors.hpp"
 #include "core/schedule.hpp"
 
 #include <cstdint>
@@ -52,6 +54,10 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   std::shared_ptr<CommContext> share() { return shared_from_this(); }
   /// The context of `user_comm` if it has one; never creates (local, no communication).
   static CommContext* find(MPI_Comm user_comm);
+  /// The context whose private communicator is `comm`, null if none (local; a repeated
+  /// lookup of one communicator takes no lock while no context was made or destroyed).
+  /// Valid while the caller holds the context (it runs on its communicator).
+  static CommContext* of_private(MPI_Comm comm);
   /// How many contexts have been deleted so far in this process: a pointer to a context
   /// found while this read `d` is still valid while it reads `d` (no communicator freed).
   static std::uint64_t deletions();
@@ -66,6 +72,13 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
 
   /// The schedule of this rank for a concrete algorithm and its parameters, planned once.
   const Schedule& schedule(const AlgorithmChoice& a);
+
+  /// The compiled descriptors of `schedule` for this call shape (descriptors.hpp): cached,
+  /// or compiled now when `schedule` is one of this context's own (schedule()); null
+  /// otherwise, or with AGX_DESCRIPTOR_CACHE=0.
+  std::shared_ptr<CompiledSchedule> compiled(const Schedule& schedule, const Layout& layout,
+                                             bool in_place, std::size_t max_message_bytes);
+  DescriptorCache& descriptors() { return descriptors_; }
 
   /// A fresh tag for the next collective on this communicator (same on every rank,
   /// since collectives are called in the same order everywhere).
@@ -85,6 +98,7 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   int rank_ = 0;
   unsigned sequence_ = 0;
   std::map<AlgorithmChoice, Schedule> schedules_;
+  DescriptorCache descriptors_;  // after schedules_: its entries point at them
   std::unique_ptr<Selector, SelectorDeleter> selector_;
   std::unique_ptr<NodeState> node_;
 

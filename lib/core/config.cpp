@@ -50,6 +50,12 @@ Config read_environment() {
     const unsigned long long v = std::strtoull(max, &end, 10);
     if (end != max && *end == '\0' && v > 0 && v <= INT_MAX) c.max_message_bytes = v;
   }
+  if (const char* d = std::getenv("AGX_DESCRIPTOR_CACHE"); d != nullptr && *d != '\0') {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(d, &end, 10);
+    if (end != d && *end == '\0' && *d != '-' && v <= 4096) c.descriptor_cache = v;
+    else invalid(c, "AGX_DESCRIPTOR_CACHE", d, "a number of entries from 0 to 4096");
+  }
   if (const char* check = std::getenv("AGX_CHECK"); check != nullptr)
     c.check = std::string(check) == "1";
   if (const char* t = std::getenv("AGX_TIMEOUT"); t != nullptr && *t != '\0') {

@@ -34,6 +34,10 @@ struct Config {
   bool integrity = false;
   /// AGX_TEST_FLIP: flip one bit of a received block (test seam, integrity.hpp).
   std::optional<FlipSeam> flip;
+  /// AGX_DESCRIPTOR_CACHE: compiled schedules (message descriptors and their datatypes,
+  /// descriptors.hpp) kept per communicator, least recently used out; 0: none (every
+  /// call plans its messages anew).
+  std::size_t descriptor_cache = default_descriptor_cache;
   /// AGX_TUNING_FILE: the tuning file's name (empty: built-in defaults); select.cpp reads it.
   std::string tuning_file;
   /// AGX_VERBOSE (is_set_flag): device calls say which path they take (lib/cuda); the
@@ -42,6 +46,7 @@ struct Config {
   /// Settings above whose text could not be read; an MPI_ERR_ARG at the next call.
   std::string invalid;
 
+  static constexpr std::size_t default_descriptor_cache = 16;
   static constexpr std::size_t default_max_message_bytes = std::size_t{1} << 30;  // 1 GiB
 };
 

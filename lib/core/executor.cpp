@@ -1,5 +1,6 @@
 #include "core/executor.hpp"
 
+#include "core/comm_context.hpp"
 #include "core/mpi_check.hpp"
 #include "core/spin.hpp"
 
@@ -60,7 +61,44 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
   round_checks_.reset();  // per-round checks do not apply to node schedules (executor.hpp)
 }
 
-Execution::~Execution() { abandon(); }
+Execution::~Execution() {
+  abandon();
+  release_scratch();
+}
+
+// On a context's private communicator, a point-to-point schedule over the caller's
+// buffers runs from the context's compiled descriptors (descriptors.hpp): found in its
+// cache, or compiled there now.
+void Execution::use_compiled() {
+  CommContext* ctx = CommContext::of_private(comm_);
+  if (ctx == nullptr) return;
+  compiled_ = ctx->compiled(schedule_, layout_, buffers_.in_place, max_message_bytes_);
+  if (!compiled_) return;
+  scratch_ = compiled_->take_scratch();  // null while another execution of it runs
+  if (scratch_ != nullptr) swap_scratch();
+}
+
+void Execution::swap_scratch() {
+  requests_.swap(scratch_->requests);
+  expected_.swap(scratch_->expected);
+  statuses_.swap(scratch_->statuses);
+  recv_transfers_.swap(scratch_->recv_transfers);
+  posted_.swap(scratch_->posted);
+  done_indices_.swap(scratch_->done_indices);
+  done_statuses_.swap(scratch_->done_statuses);
+}
+
+void Execution::release_scratch() noexcept {
+  if (scratch_ == nullptr) return;
+  requests_.clear();
+  expected_.clear();
+  recv_transfers_.clear();
+  posted_.clear();
+  done_statuses_.clear();
+  swap_scratch();  // their memory stays with the compiled schedule for the next call
+  compiled_->give_back(scratch_);
+  scratch_ = nullptr;
+}
 
 void Execution::use_block_pieces(const BlockPieces& blocks) {
   pieces_ = &blocks;
@@ -95,6 +133,8 @@ void Execution::abandon() noexcept {
 }
 
 void Execution::start() {
+  if (!compiled_ && node_ == nullptr && pieces_ == nullptr && !schedule_.rounds.empty())
+    use_compiled();
   round_ = 0;
   if (round_checks_) round_checks_->start();
   if (timeout_ > 0) clock_.emplace(timeout_);
@@ -346,14 +386,20 @@ void Execution::post_round() {
 }
 
 void Execution::post_transfer(bool is_send, const Transfer& t, std::size_t k, bool checksums) {
-  if (t.place == Place::segment)
-    plan_message(t, schedule_.rank, node_->segment_buffers(), node_->segment_layout(),
-                 max_message_bytes_, message_);
-  else
-    plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_, pieces_);
-  for (std::size_t i = 0; i < message_.pieces(); ++i) {
-    const std::size_t b = message_.piece_begin[i], e = message_.piece_begin[i + 1];
-    post(is_send, t.peer, message_.segments.data() + b, e - b, t, false);
+  // A suspect block's send is planned per call: it goes one byte short (mark_suspect).
+  if (compiled_ && t.place == Place::buffer && !(is_send && carries_suspect(t))) {
+    for (const MessageDesc& m : is_send ? compiled_->send(round_, k) : compiled_->recv(round_, k))
+      post_compiled(is_send, t, m);
+  } else {
+    if (t.place == Place::segment)
+      plan_message(t, schedule_.rank, node_->segment_buffers(), node_->segment_layout(),
+                   max_message_bytes_, message_);
+    else
+      plan_message(t, schedule_.rank, buffers_, layout_, max_message_bytes_, message_, pieces_);
+    for (std::size_t i = 0; i < message_.pieces(); ++i) {
+      const std::size_t b = message_.piece_begin[i], e = message_.piece_begin[i + 1];
+      post(is_send, t.peer, message_.segments.data() + b, e - b, t, false);
+    }
   }
   if (checksums) {
     const std::span<BlockCheck> m = round_checks_->message(round_, is_send, k);
@@ -400,12 +446,30 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
     check_mpi(MPI_Isend(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Isend");
   else
     check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < count; ++i) bytes += segments[i].bytes;
+  posted(request, is_send, transfer, bytes, checksums);
+}
+
+void Execution::post_compiled(bool is_send, const Transfer& transfer, const MessageDesc& m) {
+  std::byte* base = m.from_send ? static_cast<std::byte*>(const_cast<void*>(buffers_.send))
+                                : static_cast<std::byte*>(buffers_.recv);
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (is_send)
+    check_mpi(MPI_Isend(base + m.offset, m.count, m.type, transfer.peer, tag_, comm_, &request),
+              "MPI_Isend");
+  else
+    check_mpi(MPI_Irecv(base + m.offset, m.count, m.type, transfer.peer, tag_, comm_, &request),
+              "MPI_Irecv");
+  posted(request, is_send, transfer, m.bytes, false);
+}
+
+void Execution::posted(MPI_Request request, bool is_send, const Transfer& transfer,
+                       std::size_t bytes, bool checksums) {
   requests_.push_back(request);
   if (!is_send) {
     ++receives_;
     recv_transfers_.push_back(checksums ? nullptr : &transfer);
-    std::size_t bytes = 0;
-    for (std::size_t i = 0; i < count; ++i) bytes += segments[i].bytes;
     expected_.push_back(bytes);
   }
   if (timeout_ > 0) posted_.push_back({is_send, checksums, &transfer});

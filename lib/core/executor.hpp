@@ -9,11 +9,19 @@
 // then yields between polls. Unset, wait() is MPI_Waitall as before. AGX_INTEGRITY and
 // its test seam (integrity.hpp): a checksum message follows every transfer's data, and
 // the blocks of a round are checked when the round ends.
+//
+// Messages: on a context's private communicator a point-to-point schedule runs from its
+// compiled descriptors (descriptors.hpp, cached on the context per call shape; buffers
+// bound at start()), and the per-round vectors are the compiled schedule's, kept between
+// calls: a repeated call of one shape allocates nothing. Elsewhere (node schedules, block
+// pieces, other communicators, AGX_DESCRIPTOR_CACHE=0) each transfer is planned per call
+// (message.hpp) with datatypes over MPI_BOTTOM made and freed per round.
 
 #include <mpi.h>
 
 #include <agx/bytes.hpp>
 
+#include "core/descriptors.hpp"
 #include "core/integrity.hpp"
 #include "core/message.hpp"
 #include "core/node_segment.hpp"
@@ -21,6 +29,7 @@
 #include "core/timeout.hpp"
 
 #include <exception>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -66,11 +75,7 @@ class Execution {
   // A failing MPI call makes start/test/wait throw agx::Error after abandon().
 
   /// What one posted request is (for AGX_TIMEOUT's report).
-  struct Posted {
-    bool is_send;
-    bool checksums;  ///< the transfer's checksum message, not its data
-    const Transfer* transfer;
-  };
+  using Posted = PostedRequest;
   /// The AGX_TIMEOUT line for a round whose `pending` requests did not complete.
   static std::string stall_report(MPI_Comm comm, int rank, const Checks& checks,
                                   std::size_t round, std::size_t rounds, double seconds,
@@ -87,7 +92,13 @@ class Execution {
   [[noreturn]] void stalled();
   void post(bool is_send, int peer, const Segment* segments, std::size_t count,
             const Transfer& transfer, bool checksums);
+  void post_compiled(bool is_send, const Transfer& transfer, const MessageDesc& m);
+  void posted(MPI_Request request, bool is_send, const Transfer& transfer, std::size_t bytes,
+              bool checksums);
   void abandon() noexcept;
+  void use_compiled();      // start(): the cached descriptors and scratch, where they apply
+  void swap_scratch();      // this execution's vectors <-> the compiled schedule's
+  void release_scratch() noexcept;
 
   const Schedule& schedule_;
   Buffers buffers_;
@@ -125,6 +136,8 @@ class Execution {
   std::vector<Posted> posted_;
   std::vector<int> done_indices_;
   std::size_t open_ = 0;  // requests of the round not yet complete
+  std::shared_ptr<CompiledSchedule> compiled_;  // null: messages planned per call
+  ExecutionScratch* scratch_ = nullptr;         // compiled_'s vectors, swapped in
   // Node-level operations (null node_: a point-to-point schedule):
   NodeSegment* node_ = nullptr;
   const BlockPieces* pieces_ = nullptr;  // use_block_pieces

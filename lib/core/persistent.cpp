@@ -2,8 +2,10 @@
 //
 // At planning: the algorithm is chosen, the schedule planned, the communicator
 // duplicated (the plan's messages can never match another call's, whatever runs
-// at the same time), every transfer cut into messages, hindexed datatypes built for
-// multi-piece messages, and one MPI persistent request (MPI_Send_init/MPI_Recv_init)
+// at the same time), every transfer cut into messages with hindexed datatypes for
+// multi-piece messages (the context's compiled descriptors, descriptors.hpp, shared with
+// the blocking calls of the same shape and held by the plan; planned here when the cache
+// is off), and one MPI persistent request (MPI_Send_init/MPI_Recv_init)
 // made per message, grouped by round. A start copies the own block into place and
 // MPI_Startall's round 0; test() completes a round and starts the next one.
 // One tag (0) serves every round and start: MPI's non-overtaking order between a
@@ -56,6 +58,7 @@ void PersistentRounds::build(const Schedule& schedule) {
   if (RoundChecks::needed(checks_, rank_))
     round_checks_.emplace(schedule, buffers_, layout_, checks_);
   const bool checksums = round_checks_ && round_checks_->carries_checksums();
+  compiled_ = comm_state_->compiled(schedule, layout_, buffers_.in_place, config().max_message_bytes);
   MessagePlan message;
   rounds_.resize(schedule.rounds.size());
   posted_.resize(schedule.rounds.size());
@@ -66,10 +69,18 @@ void PersistentRounds::build(const Schedule& schedule) {
       const auto& transfers = is_send ? round.sends : round.recvs;
       for (std::size_t k = 0; k < transfers.size(); ++k) {
         const Transfer& t = transfers[k];
-        plan_message(t, rank_, buffers_, layout_, config().max_message_bytes, message);
-        for (std::size_t i = 0; i < message.pieces(); ++i) {
-          const std::size_t b = message.piece_begin[i], e = message.piece_begin[i + 1];
-          init(r, is_send, t, false, message_args(message.segments.data() + b, e - b, types_));
+        if (compiled_) {
+          for (const MessageDesc& m : is_send ? compiled_->send(r, k) : compiled_->recv(r, k)) {
+            std::byte* base = m.from_send ? static_cast<std::byte*>(const_cast<void*>(buffers_.send))
+                                          : static_cast<std::byte*>(buffers_.recv);
+            init(r, is_send, t, false, MessageArgs{base + m.offset, m.count, m.type});
+          }
+        } else {
+          plan_message(t, rank_, buffers_, layout_, config().max_message_bytes, message);
+          for (std::size_t i = 0; i < message.pieces(); ++i) {
+            const std::size_t b = message.piece_begin[i], e = message.piece_begin[i + 1];
+            init(r, is_send, t, false, message_args(message.segments.data() + b, e - b, types_));
+          }
         }
         if (checksums) {  // after the data pieces, as in the executor (integrity.hpp)
           const std::span<BlockCheck> m = round_checks_->message(r, is_send, k);

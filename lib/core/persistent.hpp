@@ -9,6 +9,7 @@
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
 
+#include "core/descriptors.hpp"
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
 #include "core/timeout.hpp"
@@ -59,7 +60,8 @@ class PersistentRounds {
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::vector<std::vector<MPI_Request>> rounds_;
   std::vector<std::vector<Execution::Posted>> posted_;  // per request of rounds_
-  std::vector<MPI_Datatype> types_;
+  std::vector<MPI_Datatype> types_;  // without compiled_ only
+  std::shared_ptr<CompiledSchedule> compiled_;  // its datatypes live while the requests do
   std::size_t round_ = 0;
   bool round_started_ = false;  ///< rounds_[round_] was started and is not yet complete
   bool failed_ = false;
