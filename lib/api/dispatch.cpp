@@ -35,11 +35,7 @@ bool is_automatic(const Options& options) {
 }
 
 AlgorithmChoice best_point_to_point(CommContext& ctx, const Layout& layout, bool in_place) {
-  AlgorithmChoice best{Algorithm::ring, 0};
-  double best_s = std::numeric_limits<double>::infinity();
-  for (const auto& [alg, s] : ctx.selector().predictions(layout, in_place))
-    if (!is_node_path(alg.id) && s < best_s) best_s = s, best = alg;  // same on every rank
-  return best;
+  return ctx.selector().best_point_to_point(layout, in_place);
 }
 
 AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,

@@ -4,6 +4,7 @@
 
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
+#include "core/nonblocking.hpp"
 #include "core/planner.hpp"
 #include "core/registry.hpp"
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 
@@ -34,6 +36,50 @@ bool can_serve(Algorithm a, const Placement& p) {
   return planner_for(a).unsupported_reason({p.nranks(), 0}).empty();
 }
 
+// The bytes that make selectors alike (Selector::Memo): placement, cost parameters,
+// measured winners, node stage.
+template <class T>
+void append(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+std::string fingerprint(const Placement& p, const Tuning& t, const NodeStageParams& stage) {
+  std::string key;
+  key.reserve(static_cast<std::size_t>(p.nranks()) * 8 + 256);
+  for (int r = 0; r < p.nranks(); ++r) append(key, p.node_of(r)), append(key, p.group_of(r));
+  append(key, t.params);  // doubles and sizes only: no padding
+  append(key, t.group_nodes);
+  for (const MeasuredBest& b : t.best)
+    append(key, b.ranks), append(key, b.ranks_per_node), append(key, b.max_bytes),
+        append(key, b.algorithm.id), append(key, b.algorithm.radix);
+  append(key, stage.leaders);
+  const AlgorithmChoice inter = stage.inter.value_or(AlgorithmChoice{Algorithm::automatic, -1});
+  append(key, inter.id), append(key, inter.radix);
+  return key;
+}
+
+}  // namespace
+
+struct Selector::Memo {
+  std::mutex mutex;
+  // (exact block bytes, in place) -> (choice, best point-to-point; id automatic: unknown)
+  std::map<std::pair<std::size_t, bool>, std::pair<AlgorithmChoice, AlgorithmChoice>> entries;
+};
+
+namespace {
+
+Selector::Memo* memo_for(const std::string& key) {
+  static std::mutex mutex;
+  static std::map<std::string, Selector::Memo*> memos;  // never freed: selectors point in
+  std::lock_guard lock(mutex);
+  auto it = memos.find(key);
+  if (it != memos.end()) return it->second;
+  if (memos.size() >= 64) return nullptr;  // many placements: no memo for the rest
+  return memos.emplace(key, new Selector::Memo).first->second;
+}
+
+constexpr std::size_t memo_entries = 1024;  // per memo; beyond, calls compute
+
 }  // namespace
 
 Selector::Selector(Placement placement, Tuning tuning, NodeStageParams stage)
@@ -48,6 +94,7 @@ Selector::Selector(Placement placement, Tuning tuning, NodeStageParams stage)
       group_of_node[j] = static_cast<int>(j) / tuning_.group_nodes;
     placement_ = placement_.with_groups(std::move(group_of_node));
   }
+  memo_ = memo_for(fingerprint(placement_, tuning_, stage_));
 }
 
 AlgorithmChoice Selector::measured(const Layout& layout) const {
@@ -69,6 +116,15 @@ AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
   if (placement_.nranks() == 1) return {Algorithm::direct, 0};
   const auto key = std::make_tuple(size_class(layout), in_place, layout.is_uniform());
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  const bool memoized = memo_ != nullptr && layout.is_uniform() && layout.nranks() > 0;
+  const std::pair<std::size_t, bool> exact{memoized ? layout.bytes(0) : 0, in_place};
+  if (memoized) {
+    std::lock_guard lock(memo_->mutex);
+    if (auto it = memo_->entries.find(exact); it != memo_->entries.end()) {
+      cache_.emplace(key, it->second.first);
+      return it->second.first;
+    }
+  }
   AlgorithmChoice best = measured(layout);
   if (best.id == Algorithm::automatic) {
     double best_s = std::numeric_limits<double>::infinity();
@@ -76,6 +132,32 @@ AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
       if (s < best_s) best_s = s, best = a;  // ties: table order (first wins)
   }
   cache_.emplace(key, best);
+  if (memoized) {
+    std::lock_guard lock(memo_->mutex);
+    if (memo_->entries.size() < memo_entries)
+      memo_->entries.emplace(exact, std::make_pair(best, AlgorithmChoice{Algorithm::automatic, 0}));
+  }
+  return best;
+}
+
+AlgorithmChoice Selector::best_point_to_point(const Layout& layout, bool in_place) {
+  const bool memoized = memo_ != nullptr && layout.is_uniform() && layout.nranks() > 0;
+  const std::pair<std::size_t, bool> exact{memoized ? layout.bytes(0) : 0, in_place};
+  if (memoized) {
+    std::lock_guard lock(memo_->mutex);
+    auto it = memo_->entries.find(exact);
+    if (it != memo_->entries.end() && it->second.second.id != Algorithm::automatic)
+      return it->second.second;
+  }
+  AlgorithmChoice best{Algorithm::ring, 0};
+  double best_s = std::numeric_limits<double>::infinity();
+  for (const auto& [a, s] : predictions(layout, in_place))
+    if (!is_node_path(a.id) && s < best_s) best_s = s, best = a;  // same on every rank
+  if (memoized) {
+    std::lock_guard lock(memo_->mutex);
+    auto it = memo_->entries.find(exact);
+    if (it != memo_->entries.end()) it->second.second = best;
+  }
   return best;
 }
 

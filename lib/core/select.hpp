@@ -26,12 +26,21 @@ class CommContext;
 /// One communicator's selection state (owned by its CommContext).
 class Selector {
  public:
+  /// What the process has computed for selectors alike (same placement, tuning and node
+  /// stage): for uniform layouts, keyed by the exact block size, so a pure function of
+  /// the call and the same on every rank whatever other communicators it served first.
+  /// A new communicator of a known placement (a dup, a split per step) then prices no
+  /// schedule at its first call.
+  struct Memo;
+
   /// Pure (no MPI): the choice for a placement, a tuning and the node stage that runs
   /// (the simulator and tests build it directly). Groups from the tuning are applied here.
   Selector(Placement placement, Tuning tuning, NodeStageParams stage);
 
   /// The automatic choice for this call.
   AlgorithmChoice choose(const Layout& layout, bool in_place);
+  /// The point-to-point algorithm (no node path) predicted fastest for this call.
+  AlgorithmChoice best_point_to_point(const Layout& layout, bool in_place);
 
   /// Every algorithm variant that can serve the call, with its predicted seconds.
   std::vector<std::pair<AlgorithmChoice, double>> predictions(const Layout& layout,
@@ -53,6 +62,7 @@ class Selector {
   int ranks_per_node_ = 1;
   NodeStageParams stage_;
   std::map<std::tuple<int, bool, bool>, AlgorithmChoice> cache_;  // (size class, in place, uniform)
+  Memo* memo_ = nullptr;  // process-wide, never freed (bounded, select.cpp)
 };
 
 /// A readable table for agx-info: the tuning in use, then per size (bytes per rank,
