@@ -354,6 +354,14 @@ std::vector<FusedPart> subset(std::span<const FusedPart> parts, const std::vecto
 /// One blocking call over `parts`.
 FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> parts,
                      const Options& options) {
+  if (parts.size() == 1) {  // a member alone: the call it would be without the group
+    const FusedPart& p = parts.front();
+    const Layout layout = Layout::varying(p.bytes, p.offsets);
+    const Algorithm a = allgather_bytes(comm, p.buffers, layout, options);
+    std::size_t total = 0;
+    for (std::size_t b : p.bytes) total += b;
+    return {a, FusedWay::direct, total};
+  }
   FusedPlan f = plan_fused(n, me, parts);
   FusedResult r{Algorithm::automatic, FusedWay::direct, f.total};
   if (f.direct) {
