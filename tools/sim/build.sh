@@ -5,8 +5,10 @@
 # selector (select.cpp), the planner file of each AGX_PLANNER entry of the registry's data
 # (include/agx/algorithms.def, as meson.build reads it), lib/hier/node_planner.cpp (the
 # shared_memory and hierarchical planners), plus tools/sim (driver, the simulator's node
-# model, its progress model and the fair baselines). The rest of lib/hier (shared memory,
-# hwloc), lib/pmpi and lib/core's communicator files are not compiled: select.cpp also
+# model, its progress model and the fair baselines), and lib/core's communicator context
+# and descriptor cache (the executor asks them for compiled messages; the simulator's
+# communicators have no context, so every simulated call plans its own). The rest of
+# lib/hier (shared memory, hwloc), lib/pmpi and lib/api are not compiled: select.cpp also
 # holds the communicator's entry points, which build lib/hier's context; the simulator
 # never calls them, and the linker drops them (-ffunction-sections, --gc-sections), so
 # their references to lib/hier and CommContext are never resolved.
@@ -23,6 +25,7 @@ fi
 mkdir -p "$out/obj"
 mapfile -t planners < <(sed -n 's/^AGX_PLANNER([a-z0-9_]*, *"\([^"]*\)".*/\1/p' "$root/include/agx/algorithms.def")
 sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/core/message.cpp lib/core/executor.cpp
+         lib/core/descriptors.cpp lib/core/comm_context.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
          lib/core/tuning.cpp lib/core/select.cpp
