@@ -16,7 +16,7 @@
 #   build-asan   address and undefined-behaviour sanitizers, -O1, no werror: libagx and the
 #                programs of its runs only (about 590 s); the unit tests, the
 #                matrix at 1-3 ranks, split messages, nonblocking, the soak (about 120 s); its
-#                unit proofs stop at 256 ranks (AGX_TEST_MAX_RANKS; about 30 s instead of 130 s).
+#                unit proofs stop at 256 ranks (AGX_TEST_MAX_RANKS; about 20 s instead of 140 s).
 # Warnings are errors here (-Dwerror=true on the Open MPI and MPICH builds), not in the
 # default options users build with; a configure-only check (about 5 s) makes sure those
 # defaults stay free of werror. The full matrix of build combinations (release/debug,
