@@ -9,7 +9,6 @@
 #include "core/select.hpp"
 #include "cuda/device_path.hpp"
 
-#include <limits>
 
 namespace agx {
 
@@ -34,15 +33,11 @@ bool is_automatic(const Options& options) {
          !(options.use_environment && config().forced.has_value());
 }
 
-AlgorithmChoice best_point_to_point(CommContext& ctx, const Layout& layout, bool in_place) {
-  return ctx.selector().best_point_to_point(layout, in_place);
-}
-
 AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
                                 bool in_place, bool mark) {
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
   if (!is_node_path(a.id) || !is_automatic(options) || !hier::defer_node_set_up(ctx, mark)) return a;
-  return best_point_to_point(ctx, layout, in_place);
+  return ctx.selector().best_point_to_point(layout, in_place);
 }
 
 AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
@@ -53,7 +48,7 @@ AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const
   // algorithm instead; a forced node path sets it up then.
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
   if (!is_node_path(a.id) || !is_automatic(options) || hier::node_call_ready(ctx, layout)) return a;
-  return best_point_to_point(ctx, layout, in_place);
+  return ctx.selector().best_point_to_point(layout, in_place);
 }
 
 StartedCall::StartedCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,

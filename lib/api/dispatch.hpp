@@ -35,9 +35,6 @@ Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers
 /// the environment counts).
 bool is_automatic(const Options& options);
 
-/// The point-to-point algorithm the cost model prices lowest for this call.
-AlgorithmChoice best_point_to_point(CommContext& ctx, const Layout& layout, bool in_place);
-
 /// The algorithm of a blocking call: select_algorithm's, except that the first blocking
 /// call on a communicator for which `auto` picks a node path runs the best point-to-point
 /// algorithm instead, so that a communicator used once never makes the node's segment

@@ -23,15 +23,17 @@ int context_keyval = MPI_KEYVAL_INVALID;
 // since (a freed communicator's handle may come back for a new one): repeated calls on
 // one communicator skip MPI_Comm_get_attr, a hash lookup inside the MPI library.
 std::atomic<std::uint64_t> deletions{0};
+// A thread's last answer of a lookup, valid while `stamp` (a counter bumped by every
+// change the lookup depends on) is unchanged.
 struct LastLookup {
   MPI_Comm comm = MPI_COMM_NULL;
   CommContext* ctx = nullptr;
-  std::uint64_t deletions = ~std::uint64_t{0};
+  std::uint64_t stamp = ~std::uint64_t{0};
 };
-thread_local LastLookup last;
+thread_local LastLookup last;  // find(): stamp = deletions
 
 CommContext* remembered(MPI_Comm user_comm) {
-  return last.comm == user_comm && last.deletions == deletions.load(std::memory_order_acquire)
+  return last.comm == user_comm && last.stamp == deletions.load(std::memory_order_acquire)
              ? last.ctx : nullptr;
 }
 
@@ -44,12 +46,7 @@ void remember(MPI_Comm user_comm, CommContext* ctx) {
 // while the generation is unchanged.
 std::map<MPI_Comm, CommContext*> private_comms;
 std::atomic<std::uint64_t> private_generation{0};
-struct LastPrivate {
-  MPI_Comm comm = MPI_COMM_NULL;
-  CommContext* ctx = nullptr;
-  std::uint64_t generation = ~std::uint64_t{0};
-};
-thread_local LastPrivate last_private;
+thread_local LastLookup last_private;  // of_private(): stamp = private_generation
 
 // Runs first thing in MPI_Finalize (attributes of MPI_COMM_SELF are deleted first):
 // releases the contexts of communicators the user never freed.
@@ -123,7 +120,7 @@ CommContext* CommContext::find(MPI_Comm user_comm) {
 
 CommContext* CommContext::of_private(MPI_Comm comm) {
   const std::uint64_t g = private_generation.load(std::memory_order_acquire);
-  if (last_private.comm == comm && last_private.generation == g) return last_private.ctx;
+  if (last_private.comm == comm && last_private.stamp == g) return last_private.ctx;
   std::lock_guard lock(registry_mutex);
   const auto it = private_comms.find(comm);
   CommContext* ctx = it == private_comms.end() ? nullptr : it->second;

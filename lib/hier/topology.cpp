@@ -156,6 +156,7 @@ Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::st
     const NodeRecord& rec = records[static_cast<std::size_t>(r)];
     const int on_machine = real[rec.host]++;  // this rank's index inside its machine
     const int label = rec.per_local > 0 ? on_machine / rec.per_local : rec.label;
+    if (r == rank) t.label = label;
     const auto [it, added] = index.emplace(std::make_pair(rec.host, label),
                                            static_cast<int>(t.members.size()));
     if (added) t.members.emplace_back();
@@ -169,12 +170,6 @@ Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::st
   if (t.size == 0) return t;
   t.node = t.node_of[static_cast<std::size_t>(rank)];
   t.local = t.local_of[static_cast<std::size_t>(rank)];
-  {
-    const NodeRecord& mine = records[static_cast<std::size_t>(rank)];
-    int before = 0;  // ranks below mine on my machine
-    for (int r = 0; r < rank; ++r) before += records[static_cast<std::size_t>(r)].host == mine.host;
-    t.label = mine.per_local > 0 ? before / mine.per_local : mine.label;
-  }
   std::uint64_t covered[std::size(NodeRecord{}.cpus)] = {};
   for (int r : t.members[static_cast<std::size_t>(t.node)])
     for (std::size_t w = 0; w < std::size(covered); ++w)
