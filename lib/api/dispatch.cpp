@@ -34,10 +34,12 @@ bool is_automatic(const Options& options) {
 }
 
 AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                bool in_place, bool mark) {
+                                bool in_place, bool mark, bool* deferred) {
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
-  if (!is_node_path(a.id) || !is_automatic(options) || !hier::defer_node_set_up(ctx, mark)) return a;
-  return ctx.selector().best_point_to_point(layout, in_place);
+  const bool defer =
+      is_node_path(a.id) && is_automatic(options) && hier::defer_node_set_up(ctx, mark);
+  if (deferred != nullptr) *deferred = defer;
+  return defer ? ctx.selector().best_point_to_point(layout, in_place) : a;
 }
 
 AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,

@@ -41,9 +41,10 @@ bool is_automatic(const Options& options);
 /// (its creation, mapping and probe cost many times an MPI_Comm_dup); the next such call makes it. The
 /// same on every rank: blocking calls come in the same order everywhere
 /// (docs/interposer.md, "The first call on a new communicator"). `mark`: the call runs
-/// now (false: only asked, agx::choose_algorithm).
+/// now (false: only asked, agx::choose_algorithm). `deferred`, where given, says whether
+/// this call took the point-to-point algorithm instead.
 AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                bool in_place, bool mark = true);
+                                bool in_place, bool mark = true, bool* deferred = nullptr);
 
 /// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
 /// `auto` takes the best point-to-point algorithm while the node's segment is not set up

@@ -16,6 +16,7 @@
 #include "cuda/memory.hpp"
 #include "hier/direct_write.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -60,6 +61,34 @@ class Persistent final : public detail::Operation {
   std::optional<StartedCall> call_;
 };
 
+/// The last blocking call of this thread with one block size, whose choice a repeated
+/// call of the same shape reuses: same communicator (still the same context: no
+/// context was deleted since), ranks, block bytes, in-place use and options. It skips
+/// the layout checks (the same layout passed them) and the choice, which is fixed for a
+/// shape once a call ran it (select.hpp's memo); the buffer checks still run. Not
+/// recorded for a call that ran the point-to-point algorithm in place of a node path
+/// (dispatch.hpp): the next call must make the node state. The interposer has its own
+/// (pmpi/fast_call.hpp).
+struct LastCall {
+  bool valid = false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::uint64_t deletions = 0;
+  CommContext* ctx = nullptr;
+  int nranks = 0;
+  std::size_t block = 0;
+  bool in_place = false;
+  Options options;
+  AlgorithmChoice choice;
+
+  bool serves(MPI_Comm c, const Layout& layout, const Options& o, bool in) const {
+    return valid && c == comm && layout.is_uniform() && layout.nranks() == nranks &&
+           layout.bytes(0) == block && in == in_place && o.algorithm == options.algorithm &&
+           o.use_environment == options.use_environment && o.radix == options.radix &&
+           deletions == CommContext::deletions();
+  }
+};
+thread_local LastCall last_call;
+
 template <class Op>
 detail::OperationPtr make(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                           const Layout& layout) {
@@ -73,12 +102,28 @@ detail::OperationPtr make(CommContext& ctx, const AlgorithmChoice& a, const Buff
 Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                           const Options& options) {
   check_config();
-  CommContext& ctx = checked_context(comm, buffers, layout);
+  LastCall& last = last_call;
+  const bool repeated = last.serves(comm, layout, options, buffers.in_place);
+  if (repeated) {
+    const bool any_bytes = last.block > 0;
+    if (any_bytes && buffers.recv == nullptr)
+      throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
+    if (!buffers.in_place && buffers.send == nullptr && any_bytes)
+      throw Error(MPI_ERR_BUFFER, "agx: send buffer is null");
+  }
+  CommContext& ctx = repeated ? *last.ctx : checked_context(comm, buffers, layout);
   // Receive buffers in agx's shared regions on one node (hier/direct_write.hpp).
   if (hier::direct_write_auto(ctx, options, buffers, layout, &cuda::is_device_memory))
     return Algorithm::shared_memory;
-  const AlgorithmChoice a = select_blocking(ctx, layout, options, buffers.in_place);
-  return run_selected(ctx, a, buffers, layout);
+  if (repeated) return run_selected(ctx, last.choice, buffers, layout);
+  bool deferred = false;
+  const AlgorithmChoice a = select_blocking(ctx, layout, options, buffers.in_place, true, &deferred);
+  last.valid = false;
+  const Algorithm ran = run_selected(ctx, a, buffers, layout);
+  if (!deferred && layout.is_uniform())
+    last = LastCall{true, comm, CommContext::deletions(), &ctx, layout.nranks(), layout.bytes(0),
+                    buffers.in_place, options, a};
+  return ran;
 }
 
 AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options,

@@ -315,7 +315,8 @@ int gather(const GatherCall& c) {
 
 // Set while this thread runs agx code. libagx itself calls MPI (lib/hier's topology
 // discovery calls MPI_Allgather, the executor MPI_Waitall): those calls go to MPI.
-thread_local bool inside = false;
+// Initial-exec like the repeated path's shape (fast_call.cpp): a move, no call.
+[[gnu::tls_model("initial-exec")]] thread_local bool inside = false;
 
 bool mpi_running() {
   int initialized = 0, finalized = 0;

@@ -4,7 +4,9 @@
 
 #include "pmpi/settings.hpp"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -26,8 +28,68 @@ struct Counters {
   unsigned long long passthrough = 0;
 };
 
+// One thread's counters. Only the owning thread writes them, with plain relaxed loads
+// and stores (no locked instruction, no mutex: a call costs a few moves); readers load
+// them relaxed, so a sum taken while calls run is a recent one.
+struct Tally {
+  std::vector<std::atomic<unsigned long long>> calls =
+      std::vector<std::atomic<unsigned long long>>(n_algorithms);
+  std::vector<std::atomic<unsigned long long>> bytes =
+      std::vector<std::atomic<unsigned long long>>(n_algorithms);
+  std::vector<std::atomic<double>> seconds = std::vector<std::atomic<double>>(n_algorithms);
+  std::atomic<unsigned long long> passthrough{0};
+};
+
+template <class T>
+void bump(std::atomic<T>& v, T by) {  // owner thread only
+  v.store(v.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
 std::mutex mutex;  // guards everything below
-Counters counters;
+std::vector<const Tally*> live;  // the tallies of running threads
+Counters retired;                // what threads that ended counted
+
+void add(Counters& into, const Tally& t) {
+  for (std::size_t i = 0; i < n_algorithms; ++i) {
+    into.calls[i] += t.calls[i].load(std::memory_order_relaxed);
+    into.bytes[i] += t.bytes[i].load(std::memory_order_relaxed);
+    into.seconds[i] += t.seconds[i].load(std::memory_order_relaxed);
+  }
+  into.passthrough += t.passthrough.load(std::memory_order_relaxed);
+}
+
+// This thread's tally: registered at its first count, folded into `retired` when the
+// thread ends.
+struct OwnTally {
+  Tally tally;
+  OwnTally() {
+    std::lock_guard lock(mutex);
+    live.push_back(&tally);
+  }
+  ~OwnTally() {
+    std::lock_guard lock(mutex);
+    add(retired, tally);
+    std::erase(live, &tally);
+  }
+};
+Tally& own_tally() {
+  // The tally itself is made at the thread's first count; the hot path reads only
+  // this pointer (initial-exec TLS, fast_call.cpp).
+  [[gnu::tls_model("initial-exec")]] thread_local Tally* mine = nullptr;
+  if (mine == nullptr) {
+    thread_local OwnTally own;
+    mine = &own.tally;
+  }
+  return *mine;
+}
+
+// Every thread's counts so far. Needs the mutex.
+Counters sum() {
+  Counters all = retired;
+  for (const Tally* t : live) add(all, *t);
+  return all;
+}
+
 std::set<std::string> warned;
 int note_keyval = MPI_KEYVAL_INVALID;
 int next_comm_id = 0;
@@ -105,16 +167,13 @@ void say(const std::string& line) {
 
 void record_call(Algorithm a, std::size_t bytes, double seconds) {
   const auto i = static_cast<std::size_t>(a);
-  std::lock_guard lock(mutex);
-  ++counters.calls[i];
-  counters.bytes[i] += bytes;
-  counters.seconds[i] += seconds;
+  Tally& t = own_tally();
+  bump(t.calls[i], 1ULL);
+  bump(t.bytes[i], static_cast<unsigned long long>(bytes));
+  if (seconds != 0.0) bump(t.seconds[i], seconds);
 }
 
-void record_passthrough() {
-  std::lock_guard lock(mutex);
-  ++counters.passthrough;
-}
+void record_passthrough() { bump(own_tally().passthrough, 1ULL); }
 
 void announce(MPI_Comm comm, const char* function, Algorithm a, std::size_t total_bytes) {
   if (!settings().verbose || !is_rank_zero(comm)) return;
@@ -150,7 +209,7 @@ void print_summary() {
   Counters mine;
   {
     std::lock_guard lock(mutex);
-    mine = counters;
+    mine = sum();
   }
   Counters all;
   const int n = static_cast<int>(n_algorithms);
@@ -192,15 +251,16 @@ void print_summary() {
 extern "C" unsigned long long agx_pmpi_calls(const char* algorithm) {
   using namespace agx::pmpi;
   std::lock_guard lock(mutex);
+  const Counters all = sum();
   unsigned long long total = 0;
   for (std::size_t i = 0; i < n_algorithms; ++i)
     if (algorithm == nullptr || *algorithm == '\0' ||
         agx::algorithms()[i].name == std::string_view(algorithm))
-      total += counters.calls[i];
+      total += all.calls[i];
   return total;
 }
 
 extern "C" unsigned long long agx_pmpi_passthrough_calls(void) {
   std::lock_guard lock(agx::pmpi::mutex);
-  return agx::pmpi::counters.passthrough;
+  return agx::pmpi::sum().passthrough;
 }
