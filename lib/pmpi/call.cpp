@@ -261,26 +261,38 @@ Options pick_nonblocking_options(const PreparedCall& p) {
 
 namespace {
 
-/// AGX_COMPRESS (docs/fused.md): a regular call of host blocks of at least the encoded
-/// all-gather's min_bytes runs as a lossless encoded all-gather, which compresses where
-/// its rule says (auto) or always (lz4, zstd). The data arrive exactly. Every rank takes
-/// the same way: the settings and sizes agree, and one allreduce agrees on memory kinds.
+/// AGX_COMPRESS (docs/fused.md): a blocking MPI_Allgather or MPI_Allgatherv of host
+/// blocks, the largest of at least the encoded all-gather's min_bytes, runs as a lossless
+/// encoded all-gather, which compresses each block of at least min_bytes where its rule
+/// says (auto) or always (lz4, zstd). The data arrive exactly, into the receive regions
+/// only. Every rank takes the same way: the settings and the counts agree (MPI requires
+/// the same recvcounts on every rank), and one allreduce agrees on memory kinds.
 bool gather_compressed(const GatherCall& c, const PreparedCall& p, const AlgorithmChoice& a,
                        Algorithm& ran) {
   const Settings& s = settings();
   if (!s.compress_error.empty()) throw Error(MPI_ERR_ARG, "agx: " + s.compress_error);
   const EncodeOptions e{.lossless = s.compress, .min_bytes = s.compress_min_bytes};
-  if (s.compress == Lossless::off || !p.layout.is_uniform() || p.layout.nranks() == 0 ||
-      p.layout.bytes(0) < e.min_bytes)
-    return false;
+  const int n = p.layout.nranks();
+  std::size_t largest = 0;
+  for (int b = 0; b < n && (b == 0 || !p.layout.is_uniform()); ++b)
+    largest = std::max(largest, p.layout.bytes(b));
+  if (s.compress == Lossless::off || n == 0 || largest < e.min_bytes) return false;
   int device = cuda::is_device_memory(p.buffers.recv) ||
                (!p.buffers.in_place && cuda::is_device_memory(p.buffers.send));
   check_mpi(PMPI_Allreduce(MPI_IN_PLACE, &device, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
   if (device) return false;
-  ran = encoded_allgather_bytes(c.comm, p.buffers.in_place ? nullptr : p.buffers.send,
-                                p.buffers.recv, p.layout.bytes(0), 1, ElementKind::bytes, e,
-                                Options{a.id, true, a.radix})
-            .algorithm;
+  const Options options{a.id, true, a.radix};
+  if (p.layout.is_uniform()) {
+    ran = encoded_allgather_bytes(c.comm, p.buffers.in_place ? nullptr : p.buffers.send,
+                                  p.buffers.recv, p.layout.bytes(0), 1, ElementKind::bytes, e,
+                                  options)
+              .algorithm;
+  } else {
+    ran = encoded_allgatherv_bytes(c.comm, p.buffers, p.b.bytes, p.offsets, 1, ElementKind::bytes,
+                                   e, options)
+              .algorithm;
+  }
+  record_encoded();
   return true;
 }
 

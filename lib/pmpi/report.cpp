@@ -26,6 +26,7 @@ struct Counters {
   std::vector<unsigned long long> bytes = std::vector<unsigned long long>(n_algorithms);
   std::vector<double> seconds = std::vector<double>(n_algorithms);
   unsigned long long passthrough = 0;
+  unsigned long long encoded = 0;
 };
 
 // One thread's counters. Only the owning thread writes them, with plain relaxed loads
@@ -38,6 +39,7 @@ struct Tally {
       std::vector<std::atomic<unsigned long long>>(n_algorithms);
   std::vector<std::atomic<double>> seconds = std::vector<std::atomic<double>>(n_algorithms);
   std::atomic<unsigned long long> passthrough{0};
+  std::atomic<unsigned long long> encoded{0};
 };
 
 template <class T>
@@ -56,6 +58,7 @@ void add(Counters& into, const Tally& t) {
     into.seconds[i] += t.seconds[i].load(std::memory_order_relaxed);
   }
   into.passthrough += t.passthrough.load(std::memory_order_relaxed);
+  into.encoded += t.encoded.load(std::memory_order_relaxed);
 }
 
 // This thread's tally: registered at its first count, folded into `retired` when the
@@ -175,6 +178,8 @@ void record_call(Algorithm a, std::size_t bytes, double seconds) {
 
 void record_passthrough() { bump(own_tally().passthrough, 1ULL); }
 
+void record_encoded() { bump(own_tally().encoded, 1ULL); }
+
 void announce(MPI_Comm comm, const char* function, Algorithm a, std::size_t total_bytes) {
   if (!settings().verbose || !is_rank_zero(comm)) return;
   std::lock_guard lock(mutex);
@@ -263,4 +268,9 @@ extern "C" unsigned long long agx_pmpi_calls(const char* algorithm) {
 extern "C" unsigned long long agx_pmpi_passthrough_calls(void) {
   std::lock_guard lock(agx::pmpi::mutex);
   return agx::pmpi::sum().passthrough;
+}
+
+extern "C" unsigned long long agx_pmpi_encoded_calls(void) {
+  std::lock_guard lock(agx::pmpi::mutex);
+  return agx::pmpi::sum().encoded;
 }

@@ -18,6 +18,10 @@ void record_call(Algorithm a, std::size_t bytes, double seconds);
 /// Counts one call handed to the MPI library.
 void record_passthrough();
 
+/// Counts one call that ran as an encoded all-gather (AGX_COMPRESS; also counted by
+/// record_call under the algorithm that carried the encoded blocks).
+void record_encoded();
+
 /// AGX_VERBOSE: on the communicator's rank 0, names the algorithm the first time
 /// it runs for this communicator and size class (power-of-two bucket of the bytes
 /// gathered per rank).
@@ -43,4 +47,6 @@ extern "C" {
 unsigned long long agx_pmpi_calls(const char* algorithm);
 /// Calls this process handed to the MPI library (AGX_DISABLE, inter-communicators, ...).
 unsigned long long agx_pmpi_passthrough_calls(void);
+/// Calls this process ran as an encoded (compressed) all-gather under AGX_COMPRESS.
+unsigned long long agx_pmpi_encoded_calls(void);
 }

@@ -82,6 +82,22 @@ static void test_uniform(MPI_Comm comm) {
   }
 }
 
+/* The interposer's count of encoded calls (AGX_COMPRESS), 0 when it is not loaded. */
+static unsigned long long encoded_calls(void) {
+  typedef unsigned long long (*count_fn)(void);
+  count_fn f = (count_fn)(size_t)dlsym(RTLD_DEFAULT, "agx_pmpi_encoded_calls");
+  return f != NULL ? f() : 0;
+}
+
+/* Whether every blocking call with bytes should run encoded: AGX_COMPRESS=lz4 or zstd
+   with AGX_COMPRESS_MIN_BYTES=1, through agx. */
+static int expect_compressed(void) {
+  const char* c = getenv("AGX_COMPRESS");
+  const char* m = getenv("AGX_COMPRESS_MIN_BYTES");
+  return expect_agx && c != NULL && (strcmp(c, "lz4") == 0 || strcmp(c, "zstd") == 0) &&
+         m != NULL && strcmp(m, "1") == 0;
+}
+
 /* MPI_Allgatherv with zero counts and blocks in reverse rank order, gaps between. */
 static int mpich_single_rank_v_bug(int n) {
   /* MPICH 4.0.2 (Debian 12) ignores displs[0] of MPI_Allgatherv on a one-rank
@@ -121,8 +137,15 @@ static void test_varying(MPI_Comm comm, int nonblocking) {
       while (!flag) MPI_Test(&req, &flag, &st);
       CHECK(req == MPI_REQUEST_NULL, "MPI_Test left the request active");
     } else {
+      const unsigned long long encoded_before = encoded_calls();
       ok(MPI_Allgatherv(sb, counts[r], MPI_INT, recv, counts, displs, MPI_INT, comm),
          "MPI_Allgatherv");
+      /* AGX_COMPRESS with AGX_COMPRESS_MIN_BYTES=1 (pmpi-c-compress-*): every blocking
+         call with a non-empty block runs encoded, MPI_Allgatherv too. */
+      if (expect_compressed() && at > 1 + 2 * n)
+        CHECK(encoded_calls() == encoded_before + 1, "MPI_Allgatherv did not run encoded "
+              "under AGX_COMPRESS (%llu encoded calls before, %llu after)", encoded_before,
+              encoded_calls());
     }
     int expect_guard = 0;
     for (int p = 0; p <= at; ++p) {
