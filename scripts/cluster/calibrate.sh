@@ -14,7 +14,7 @@
 #
 #   -p        link profiles, one cluster each, in order (default 1g)
 #   -k, -r    nodes, ranks per node (default 4 x 2)
-#   --sizes   per-rank bytes, x4 from MIN (default 64:4194304)
+#   --sizes   per-rank bytes, x4 from MIN (default 64:1048576)
 #   --build   the Open MPI build (default build/ of this checkout)
 #   --out     where the files go (default /tmp/agx-calibrate): per profile
 #             tuning-P.txt, predicted-P.csv, bench-P.csv, compare-P.csv, report-P.md and
@@ -27,7 +27,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-profiles=1g k=4 r=2 sizes=64:4194304 build=$root/build out=/tmp/agx-calibrate passes=5 tune_args=""
+profiles=1g k=4 r=2 sizes=64:1048576 build=$root/build out=/tmp/agx-calibrate passes=5 tune_args=""
 while [ $# -gt 0 ]; do
   case $1 in
     -p) profiles=$2; shift 2 ;;
@@ -63,7 +63,9 @@ trap 'exit 143' TERM
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 np=$((k * r))
-run() { "$here/mpirun" --place "$r" -np "$np" "$@"; }
+# Each job runs in the background and is waited for, so that a signal to this script is
+# handled at once (the EXIT trap's `down` kills what runs on the nodes), not after the job.
+run() { "$here/mpirun" --place "$r" -np "$np" "$@" & wait $!; }
 # Every variant agx-bench can force here: all but shared_memory (one node only).
 algos=auto$(for a in $("$build/tools/agx-info" --algorithms); do [ "$a" = shared_memory ] || printf ',%s' "$a"; done)
 [ "$r" -ge 2 ] || algos=${algos/,hierarchical/}  # hierarchical needs a node with two ranks
