@@ -11,13 +11,13 @@
 //   network.alpha_s / network.beta_s_per_byte  the same round among the first ranks of all
 //                                              (virtual) nodes (pairs on different nodes);
 //                                              = node level on one node
-// The machine line of the file says which level was measured on how many nodes.
-// --quick: a fifth of the repetitions and β between 64 KiB and 1 MiB (seconds, for tests).
 //   copy_s_per_byte                            memcpy of 4 MiB by every rank at once, median
 //   node_sync_s                                half a shared-memory all-gather of 1 byte
+// The machine line of the file says which level was measured on how many nodes.
 // α is the median round time at 8 bytes; β the slope between 256 KiB and 4 MiB; the
 // rendezvous step what a 16 KiB round takes beyond that line (node.rendezvous_s). Measured
 // with all ranks busy, so oversubscription and shared memory bandwidth are included.
+// --quick: a fifth of the repetitions, β between 64 KiB and 1 MiB (seconds, for tests).
 // --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4) and
 // records the fastest per size class ("best" lines). --compare prints predicted
 // against measured time for every algorithm and size, with the error.
@@ -65,7 +65,7 @@ double shift_round(MPI_Comm comm, std::size_t bytes) {
     MPI_Comm_size(comm, &n);
     MPI_Comm_rank(comm, &r);
     std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
-    const int reps = (bytes >= (1 << 20) ? 10 : 50) / (quick ? 5 : 1), rounds = quick ? 4 : 8;
+    const int reps = (bytes >= (1 << 20) ? 10 : 50) / (quick ? 5 : 1), rounds = 8;
     std::vector<double> t;
     for (int i = 0; i < reps; ++i) {
       MPI_Barrier(comm);

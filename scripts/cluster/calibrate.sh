@@ -89,7 +89,7 @@ for p in ${profiles//,/ }; do
   "$cluster" down
   python3 "$here/calibrate-report.py" --label "$p" --tuning "$out/tuning-$p.txt" \
     --predicted "$out/predicted-$p.csv" --bench "$out/bench-$p.csv" --csv "$out/compare-$p.csv" > "$out/report-$p.md"
-  echo "calibrate: profile $p took $((SECONDS - start)) s" | tee -a "$out/report-$p.md"
+  echo "calibrate: profile $p took $((SECONDS - start)) s" >> "$out/report-$p.md"
   { cat "$out/report-$p.md"; echo; } >> "$out/report.md"
 done
 echo
