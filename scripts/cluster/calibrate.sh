@@ -71,7 +71,7 @@ algos=auto$(for a in $("$build/tools/agx-info" --algorithms); do [ "$a" = shared
 [ "$r" -ge 2 ] || algos=${algos/,hierarchical/}  # hierarchical needs a node with two ranks
 : > "$out/report.md"
 for p in ${profiles//,/ }; do
-  start=$SECONDS
+  start=$SECONDS load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "calibrate: profile $p, $k nodes x $r ranks"
   "$cluster" up -k "$k" -p "$p"
   # shellcheck disable=SC2086  # tune_args are words
@@ -89,7 +89,8 @@ for p in ${profiles//,/ }; do
   "$cluster" down
   python3 "$here/calibrate-report.py" --label "$p" --tuning "$out/tuning-$p.txt" \
     --predicted "$out/predicted-$p.csv" --bench "$out/bench-$p.csv" --csv "$out/compare-$p.csv" > "$out/report-$p.md"
-  echo "calibrate: profile $p took $((SECONDS - start)) s" >> "$out/report-$p.md"
+  echo "calibrate: profile $p took $((SECONDS - start)) s; load average before $load_before," \
+    "after $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores; above the core count the numbers measure the scheduler)" >> "$out/report-$p.md"
   { cat "$out/report-$p.md"; echo; } >> "$out/report.md"
 done
 echo
