@@ -13,6 +13,7 @@
 //                                              = node level on one node
 //   copy_s_per_byte                            memcpy of 4 MiB by every rank at once, median
 //   node_sync_s                                half a shared-memory all-gather of 1 byte
+//                                              inside every node with two or more ranks
 // The machine line of the file says which level was measured on how many nodes.
 // α is the median round time at 8 bytes; β the slope between 256 KiB and 4 MiB; the
 // rendezvous step what a 16 KiB round takes beyond that line (node.rendezvous_s). Measured
@@ -152,17 +153,23 @@ double copy_cost() {
   return m / static_cast<double>(bytes);
 }
 
-// Median slowest-rank time of one algorithm at `bytes` per rank, out of place.
-double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters) {
-  std::vector<unsigned char> send(bytes, static_cast<unsigned char>(rank)), recv(bytes * nranks);
-  agx::Allgather<unsigned char> gather(MPI_COMM_WORLD, {a.id, true, a.radix});
-  gather(send, recv);  // warm-up (also creates per-communicator state)
-  std::vector<double> t(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    gather(send, recv);
-    t[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
+// Median slowest-rank time of one algorithm at `bytes` per rank on `comm`, out of place.
+// Collective over MPI_COMM_WORLD; ranks outside `comm` pass MPI_COMM_NULL (the samples
+// of all members of all such communicators are merged, slowest first).
+double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters, MPI_Comm comm = MPI_COMM_WORLD) {
+  std::vector<double> t(static_cast<std::size_t>(iters), 0.0);
+  if (comm != MPI_COMM_NULL) {
+    int n = 0;
+    MPI_Comm_size(comm, &n);
+    std::vector<unsigned char> send(bytes, static_cast<unsigned char>(rank)), recv(bytes * static_cast<std::size_t>(n));
+    agx::Allgather<unsigned char> gather(comm, {a.id, true, a.radix});
+    gather(send, recv);  // warm-up (also creates per-communicator state)
+    for (int i = 0; i < iters; ++i) {
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      gather(send, recv);
+      t[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
+    }
   }
   MPI_Allreduce(MPI_IN_PLACE, t.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return median(t);
@@ -254,8 +261,9 @@ int main(int argc, char** argv) {
                   "; node level " + node_level + ", network level " + network_level,
               "mpi " + libline, "date " + now_iso(), "command " + command};
   t.params.copy_s_per_byte = copy_cost();
-  if (topo.nnodes == 1 && nranks >= 2) {
-    const double sync = time_algorithm({agx::Algorithm::shared_memory}, 1, 200);
+  if (pairs_nodes > 0) {  // on every node with two or more ranks at once
+    const double sync = time_algorithm({agx::Algorithm::shared_memory}, 1, quick ? 50 : 200,
+                                       topo.local_size() >= 2 ? topo.node_comm : MPI_COMM_NULL);
     t.params.node_sync_s = sync / 2;  // two synchronizations per call
   }
 

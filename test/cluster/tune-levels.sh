@@ -4,8 +4,8 @@
 # node level can come only from the pair on node 1 and the network level only from the
 # pairs across the link. Checks: the file's machine line says both were measured; the
 # network level differs from the node level, and its bandwidth is the shaped link's (at
-# most 1 Gb/s and a quarter, below the node level's); agx-info, given the file, prints the
-# two levels with the file's numbers.
+# most 1 Gb/s and a quarter, below the node level's); the node's synchronization cost is
+# measured; agx-info, given the file, prints the two levels with the file's numbers.
 #
 #   tune-levels.sh CLUSTER_MPIRUN TOOLS_DIR
 set -euo pipefail
@@ -28,6 +28,9 @@ awk -v na="$na" -v nb="$nb" -v wa="$wa" -v wb="$wb" 'BEGIN { exit !(na != wa || 
 awk -v wb="$wb" 'BEGIN { exit !(wb >= 8e-9 / 1.25) }' ||
   fail "network bandwidth $(awk -v b="$wb" 'BEGIN{print 1e-9/b}') GB/s is above the 1 Gb/s link (+25%)"
 awk -v nb="$nb" -v wb="$wb" 'BEGIN { exit !(nb < wb) }' || fail "the node level is not faster than the 1 Gb/s link"
+# The node's flag synchronization is measured too (on node 1), not the built-in 0.2 us.
+sync=$(key node_sync_s)
+[ -n "$sync" ] && [ "$sync" != 2e-07 ] || fail "node_sync_s is the built-in default, not measured on node 1"
 
 AGX_TUNING_FILE=$work/tune.txt "$mpirun" --place 1,2 -np 3 "$tools/agx-info" --sizes 1024:1024 > "$work/info.log" 2>&1 ||
   { cat "$work/info.log"; fail "agx-info failed"; }
