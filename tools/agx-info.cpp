@@ -1,6 +1,6 @@
 // agx-info: what agx sees of the machine and the job, as every rank reports it.
 //
-//   mpirun -np 4 agx-info [--call BYTES] [--sizes MIN:MAX]
+//   mpirun -np 4 agx-info [--call BYTES] [--sizes MIN:MAX] [--predictions FILE]
 //   agx-info --algorithms | --algorithms-markdown | --check-variants NAME...
 //
 // Options are read with CLI11; a value that cannot be read is a message and exit status 2.
@@ -11,7 +11,10 @@
 // hierarchical all-gather of BYTES per rank runs first, so the segment shows in use.
 // Then (rank 0): the MPI library and whether it is CUDA-aware, the tuning in use, and the
 // predicted time of every algorithm for per-rank sizes MIN..MAX (×4; default 8 B..16 MiB)
-// with auto's choice marked.
+// with auto's choice marked; both levels of the tuning (node: ranks on one node; network:
+// ranks on different nodes). --predictions FILE also writes those predictions as CSV
+// (bytes_per_rank,algorithm,predicted_us,auto: 1 for auto's choice), the cost model's
+// side of scripts/cluster/calibrate.sh.
 //
 // Without MPI (the registry only, lib/core/registry.cpp): --algorithms prints every
 // algorithm variant the test suites force and `auto` weighs, one per line ("bruck:k=4");
@@ -34,6 +37,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -88,7 +92,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   std::size_t call_bytes = 0, min_bytes = 8, max_bytes = std::size_t{16} << 20;
+  std::string predictions_csv;
   CLI::App app{"agx-info"};
+  app.add_option("--predictions", predictions_csv);
   app.add_option_function<std::string>("--call", [&](const std::string& v) {
     call_bytes = agx_tools::number<std::size_t>("--call", v);
   });
@@ -102,7 +108,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    if (rank == 0) std::fputs("usage: mpirun -np N agx-info [--call BYTES] [--sizes MIN:MAX]\n", stdout);
+    if (rank == 0) std::fputs("usage: mpirun -np N agx-info [--call BYTES] [--sizes MIN:MAX] [--predictions FILE]\n", stdout);
     MPI_Finalize();
     return 0;
   } catch (const CLI::ParseError& e) {
@@ -131,6 +137,18 @@ int main(int argc, char** argv) {
     std::vector<std::size_t> sizes;
     for (std::size_t b = min_bytes; b <= max_bytes; b *= 4) sizes.push_back(b);
     const std::string selection = agx::describe_selection(agx::context(MPI_COMM_WORLD), sizes);
+    if (rank == 0 && !predictions_csv.empty()) {
+      std::ofstream csv(predictions_csv);
+      csv << "bytes_per_rank,algorithm,predicted_us,auto\n";
+      agx::Selector& sel = agx::context(MPI_COMM_WORLD).selector();
+      for (std::size_t bytes : sizes) {
+        const agx::Layout layout = agx::Layout::uniform(n, bytes);
+        const agx::AlgorithmChoice chosen = sel.choose(layout, false);
+        for (const auto& [a, sec] : sel.predictions(layout, false))
+          csv << bytes << ',' << agx::to_string(a) << ',' << sec * 1e6 << ',' << (a == chosen ? 1 : 0) << '\n';
+      }
+      if (!csv.flush()) throw agx::Error(MPI_ERR_FILE, "agx-info: cannot write " + predictions_csv);
+    }
     if (rank == 0) {
       char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
       int liblen = 0;

@@ -1,17 +1,24 @@
 // agx-tune: measures this machine (or allocation) and writes a tuning file.
 //
-//   mpirun -np N agx-tune [--output FILE] [--crossovers] [--max-bytes B] [--compare]
+//   mpirun -np N agx-tune [--output FILE] [--crossovers] [--max-bytes B] [--compare] [--quick]
 //
 // Measures, with MPI point-to-point on agx's own path:
-//   node.alpha_s / node.beta_s_per_byte        a schedule round inside every node at once:
-//                                              each rank sends right, receives from the left
+//   node.alpha_s / node.beta_s_per_byte        a schedule round inside every node with two
+//                                              or more ranks, all at once: each rank sends
+//                                              right, receives from the left (pairs on one
+//                                              node); the built-in node level where every
+//                                              node has one rank
 //   network.alpha_s / network.beta_s_per_byte  the same round among the first ranks of all
-//                                              (virtual) nodes; = node level on one node
+//                                              (virtual) nodes (pairs on different nodes);
+//                                              = node level on one node
 //   copy_s_per_byte                            memcpy of 4 MiB by every rank at once, median
 //   node_sync_s                                half a shared-memory all-gather of 1 byte
+//                                              inside every node with two or more ranks
+// The machine line of the file says which level was measured on how many nodes.
 // α is the median round time at 8 bytes; β the slope between 256 KiB and 4 MiB; the
 // rendezvous step what a 16 KiB round takes beyond that line (node.rendezvous_s). Measured
 // with all ranks busy, so oversubscription and shared memory bandwidth are included.
+// --quick: a fifth of the repetitions, β between 64 KiB and 1 MiB (seconds, for tests).
 // --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4) and
 // records the fastest per size class ("best" lines). --compare prints predicted
 // against measured time for every algorithm and size, with the error.
@@ -42,6 +49,7 @@
 namespace {
 
 int rank = 0, nranks = 1;
+bool quick = false;  // --quick: fewer repetitions, smaller β sizes
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -58,7 +66,7 @@ double shift_round(MPI_Comm comm, std::size_t bytes) {
     MPI_Comm_size(comm, &n);
     MPI_Comm_rank(comm, &r);
     std::vector<char> out(std::max<std::size_t>(bytes, 1)), in(out.size());
-    const int reps = bytes >= (1 << 20) ? 10 : 50, rounds = 8;
+    const int reps = (bytes >= (1 << 20) ? 10 : 50) / (quick ? 5 : 1), rounds = 8;
     std::vector<double> t;
     for (int i = 0; i < reps; ++i) {
       MPI_Barrier(comm);
@@ -83,7 +91,7 @@ double all_round(MPI_Comm comm) {
     std::vector<char> out(8), in(8 * static_cast<std::size_t>(n));
     std::vector<MPI_Request> req;
     std::vector<double> t;
-    for (int i = 0; i < 50; ++i) {
+    for (int i = 0; i < (quick ? 10 : 50); ++i) {
       MPI_Barrier(comm);
       const double t0 = MPI_Wtime();
       for (int k = 0; k < 8; ++k) {
@@ -105,7 +113,9 @@ double all_round(MPI_Comm comm) {
 }
 
 // α: an 8-byte round; o: the extra time per further message of a round with one message
-// to every rank; β: the slope of the round time between 256 KiB and 4 MiB.
+// to every rank; β: the slope of the round time between 256 KiB and 4 MiB (--quick:
+// 64 KiB and 1 MiB). Collective over MPI_COMM_WORLD; ranks outside `comm` pass
+// MPI_COMM_NULL.
 agx::LevelCost fit_level(MPI_Comm comm) {
   agx::LevelCost c;
   c.alpha_s = shift_round(comm, 8);
@@ -114,8 +124,9 @@ agx::LevelCost fit_level(MPI_Comm comm) {
   MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   const double t_all = all_round(comm);  // n messages each way, one of them to itself
   c.overhead_s = n > 2 ? std::max(0.0, (t_all - c.alpha_s) / (n - 2)) : 0.0;
-  const double t_small = shift_round(comm, 256 << 10), t_big = shift_round(comm, 4 << 20);
-  c.beta_s_per_byte = std::max(0.0, (t_big - t_small) / static_cast<double>((4 << 20) - (256 << 10)));
+  const std::size_t small = quick ? 64 << 10 : 256 << 10, big = quick ? 1 << 20 : 4 << 20;
+  const double t_small = shift_round(comm, small), t_big = shift_round(comm, big);
+  c.beta_s_per_byte = std::max(0.0, (t_big - t_small) / static_cast<double>(big - small));
   // The rendezvous step: what a 16 KiB round takes beyond the α-β line (the MPI library's
   // eager limit is placed just below 4 KiB, Open MPI's vader's; none under 0.5 µs).
   const std::size_t mid = 16 << 10;
@@ -142,17 +153,23 @@ double copy_cost() {
   return m / static_cast<double>(bytes);
 }
 
-// Median slowest-rank time of one algorithm at `bytes` per rank, out of place.
-double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters) {
-  std::vector<unsigned char> send(bytes, static_cast<unsigned char>(rank)), recv(bytes * nranks);
-  agx::Allgather<unsigned char> gather(MPI_COMM_WORLD, {a.id, true, a.radix});
-  gather(send, recv);  // warm-up (also creates per-communicator state)
-  std::vector<double> t(static_cast<std::size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    gather(send, recv);
-    t[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
+// Median slowest-rank time of one algorithm at `bytes` per rank on `comm`, out of place.
+// Collective over MPI_COMM_WORLD; ranks outside `comm` pass MPI_COMM_NULL (the samples
+// of all members of all such communicators are merged, slowest first).
+double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters, MPI_Comm comm = MPI_COMM_WORLD) {
+  std::vector<double> t(static_cast<std::size_t>(iters), 0.0);
+  if (comm != MPI_COMM_NULL) {
+    int n = 0;
+    MPI_Comm_size(comm, &n);
+    std::vector<unsigned char> send(bytes, static_cast<unsigned char>(rank)), recv(bytes * static_cast<std::size_t>(n));
+    agx::Allgather<unsigned char> gather(comm, {a.id, true, a.radix});
+    gather(send, recv);  // warm-up (also creates per-communicator state)
+    for (int i = 0; i < iters; ++i) {
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      gather(send, recv);
+      t[static_cast<std::size_t>(i)] = MPI_Wtime() - t0;
+    }
   }
   MPI_Allreduce(MPI_IN_PLACE, t.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return median(t);
@@ -188,6 +205,7 @@ int main(int argc, char** argv) {
   app.add_option("--output", output);
   app.add_flag("--crossovers", crossovers);
   app.add_flag("--compare", compare);
+  app.add_flag("--quick", quick);
   app.add_option_function<std::string>("--max-bytes", [&](const std::string& v) {
     max_bytes = agx_tools::number<std::size_t>("--max-bytes", v);
   });
@@ -195,7 +213,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     if (rank == 0)
-      std::fputs("usage: mpirun -np N agx-tune [--output FILE] [--crossovers] [--max-bytes B] [--compare]\n", stdout);
+      std::fputs("usage: mpirun -np N agx-tune [--output FILE] [--crossovers] [--max-bytes B] [--compare] [--quick]\n", stdout);
     MPI_Finalize();
     return 0;
   } catch (const CLI::ParseError& e) {
@@ -209,7 +227,28 @@ int main(int argc, char** argv) {
   int ranks_per_node = 0;
   for (const auto& m : topo.members) ranks_per_node = std::max(ranks_per_node, static_cast<int>(m.size()));
 
+  // Node level: the ranks of every node with two or more shift at once (pairs on one
+  // node). Network level: the first rank of every node shifts with the other nodes'
+  // first ranks (pairs on different nodes, one message per NIC).
+  int pairs_nodes = 0;  // nodes with two or more ranks
+  for (const auto& m : topo.members) pairs_nodes += m.size() >= 2 ? 1 : 0;
+  MPI_Comm leaders = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, topo.local == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
+
   agx::Tuning t;
+  std::string node_level = "default (no node has two ranks)", network_level = "= node (one node)";
+  if (pairs_nodes > 0) {
+    t.params.node = fit_level(topo.local_size() >= 2 ? topo.node_comm : MPI_COMM_NULL);
+    node_level = "measured on " + std::to_string(pairs_nodes) + " node(s)";
+  }
+  if (topo.nnodes >= 2) {
+    t.params.network = fit_level(leaders);
+    network_level = "measured among " + std::to_string(topo.nnodes) + " nodes";
+  } else {
+    t.params.network = t.params.node;
+  }
+  if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
+
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {};
@@ -218,23 +257,13 @@ int main(int argc, char** argv) {
   std::string libline(lib, static_cast<std::size_t>(len));
   libline = libline.substr(0, libline.find_first_of(std::string("\r\n\0", 3)));
   t.header = {"machine " + std::string(host) + " ranks " + std::to_string(nranks) + " nodes " +
-                  std::to_string(topo.nnodes) + " ranks_per_node " + std::to_string(ranks_per_node),
+                  std::to_string(topo.nnodes) + " ranks_per_node " + std::to_string(ranks_per_node) +
+                  "; node level " + node_level + ", network level " + network_level,
               "mpi " + libline, "date " + now_iso(), "command " + command};
-
-  // Node level: all ranks of every node shift at once. Network level: the first rank
-  // of every node shifts with the other nodes' first ranks (one message per NIC).
-  MPI_Comm leaders = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, topo.local == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
-  int smallest_node = nranks;
-  for (const auto& m : topo.members) smallest_node = std::min(smallest_node, static_cast<int>(m.size()));
-  if (smallest_node >= 2) t.params.node = fit_level(topo.node_comm);
-  if (topo.nnodes >= 2) t.params.network = fit_level(leaders);
-  else t.params.network = t.params.node;
-  if (smallest_node < 2) t.params.node = t.params.network;
-  if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
   t.params.copy_s_per_byte = copy_cost();
-  if (topo.nnodes == 1 && nranks >= 2) {
-    const double sync = time_algorithm({agx::Algorithm::shared_memory}, 1, 200);
+  if (pairs_nodes > 0) {  // on every node with two or more ranks at once
+    const double sync = time_algorithm({agx::Algorithm::shared_memory}, 1, quick ? 50 : 200,
+                                       topo.local_size() >= 2 ? topo.node_comm : MPI_COMM_NULL);
     t.params.node_sync_s = sync / 2;  // two synchronizations per call
   }
 

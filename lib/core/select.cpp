@@ -204,13 +204,22 @@ std::string describe_selection(CommContext& ctx, const std::vector<std::size_t>&
   os << "tuning: " << sel.tuning().source << '\n';
   for (const auto& h : sel.tuning().header) os << "  " << h << '\n';
   char line[256];
+  // The two levels: node (ranks on one node), network (ranks on different nodes).
+  auto level = [&line](const char* name, const LevelCost& c) {
+    std::string s;
+    std::snprintf(line, sizeof line, "  %-8s alpha %.2f us, overhead %.2f us/msg, %.3f GB/s", name,
+                  c.alpha_s * 1e6, c.overhead_s * 1e6, 1e-9 / c.beta_s_per_byte);
+    s = line;
+    if (c.eager_bytes > 0 && c.rendezvous_s > 0) {
+      std::snprintf(line, sizeof line, ", rendezvous %.2f us above %zu B", c.rendezvous_s * 1e6, c.eager_bytes);
+      s += line;
+    }
+    return s + '\n';
+  };
+  os << level("node:", p.node) << level("network:", p.network);
   std::snprintf(line, sizeof line,
-                "  node:    alpha %.2f us, overhead %.2f us/msg, %.2f GB/s\n"
-                "  network: alpha %.2f us, overhead %.2f us/msg, %.2f GB/s\n"
                 "  copy %.2f GB/s, node sync %.2f us, measured winners: %zu\n"
                 "  groups: %s\n",
-                p.node.alpha_s * 1e6, p.node.overhead_s * 1e6, 1e-9 / p.node.beta_s_per_byte,
-                p.network.alpha_s * 1e6, p.network.overhead_s * 1e6, 1e-9 / p.network.beta_s_per_byte,
                 1e-9 / p.copy_s_per_byte, p.node_sync_s * 1e6, sel.tuning().best.size(),
                 sel.tuning().group_nodes > 0 && p.group_link_s_per_byte > 0
                     ? (std::to_string(sel.tuning().group_nodes) + " nodes each, " +

@@ -9,6 +9,7 @@
 #                                       an existing one of the same name is replaced
 #   cluster.sh down                     remove it: kills the processes inside its nodes,
 #                                       deletes namespaces, UTS mounts, hosts files, state
+#                                       and Open MPI's segments named after its nodes
 #   cluster.sh status                   nodes, addresses, shaping; exit 1 when not up
 #   cluster.sh exec NODE CMD...         run CMD on NODE (inside its namespaces)
 #   cluster.sh run [-k K] [-p P] -- CMD...  up, CMD on node 0, down (also on failure or
@@ -92,6 +93,12 @@ down_locked() {
   for n in $(ip netns list | awk -v p="^$NAME-(n[0-9]+|sw)\$" '$1 ~ p {print $1}'); do
     while [ -n "$(ip netns pids "$n" 2>/dev/null)" ] && [ $tries -lt 50 ]; do sleep 0.1; tries=$((tries + 1)); done
     ip netns del "$n" 2>/dev/null || true
+  done
+  # Open MPI's shared-memory segments are named after the host (vader_segment.NODE.*);
+  # a killed job leaves them in /dev/shm, which all nodes share. Their processes are gone.
+  for f in /dev/shm/vader_segment."$NAME"-n*; do
+    [ -e "$f" ] || continue
+    [[ $(basename "$f") =~ ^vader_segment\.$NAME-n[0-9]+\. ]] && rm -f "$f"
   done
   if [ -d "$STATE" ]; then
     for f in "$STATE"/*.uts; do
