@@ -16,7 +16,9 @@
 //                                              inside every node with two or more ranks
 // The machine line of the file says which level was measured on how many nodes.
 // α is the median round time at 8 bytes; β the slope between 256 KiB and 4 MiB; the
-// rendezvous step what a 16 KiB round takes beyond that line (node.rendezvous_s). Measured
+// rendezvous step what a round of 4 × the level's eager limit (4000 B on the node, 64000 B
+// on the network: just below Open MPI's vader and tcp limits) takes beyond that line
+// (node.rendezvous_s, network.rendezvous_s). Measured
 // with all ranks busy, so oversubscription and shared memory bandwidth are included.
 // --quick: a fifth of the repetitions, β between 64 KiB and 1 MiB (seconds, for tests).
 // --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4) and
@@ -115,8 +117,10 @@ double all_round(MPI_Comm comm) {
 // α: an 8-byte round; o: the extra time per further message of a round with one message
 // to every rank; β: the slope of the round time between 256 KiB and 4 MiB (--quick:
 // 64 KiB and 1 MiB). Collective over MPI_COMM_WORLD; ranks outside `comm` pass
-// MPI_COMM_NULL.
-agx::LevelCost fit_level(MPI_Comm comm) {
+// MPI_COMM_NULL. `eager`: where the MPI library's eager limit is placed on this level,
+// just below Open MPI's defaults (vader 4 KiB: 4000 B; tcp 64 KiB: 64000 B); the
+// rendezvous step is measured at 4 × that.
+agx::LevelCost fit_level(MPI_Comm comm, std::size_t eager) {
   agx::LevelCost c;
   c.alpha_s = shift_round(comm, 8);
   int n = 0;
@@ -127,12 +131,12 @@ agx::LevelCost fit_level(MPI_Comm comm) {
   const std::size_t small = quick ? 64 << 10 : 256 << 10, big = quick ? 1 << 20 : 4 << 20;
   const double t_small = shift_round(comm, small), t_big = shift_round(comm, big);
   c.beta_s_per_byte = std::max(0.0, (t_big - t_small) / static_cast<double>(big - small));
-  // The rendezvous step: what a 16 KiB round takes beyond the α-β line (the MPI library's
-  // eager limit is placed just below 4 KiB, Open MPI's vader's; none under 0.5 µs).
-  const std::size_t mid = 16 << 10;
+  // The rendezvous step: what a round of 4 × the eager limit takes beyond the α-β line
+  // (none under 0.5 µs).
+  const std::size_t mid = 4 * eager;
   const double t_mid = shift_round(comm, mid);
   const double step = t_mid - (c.alpha_s + c.beta_s_per_byte * static_cast<double>(mid));
-  if (step > 0.5e-6) c.rendezvous_s = step, c.eager_bytes = 4000;
+  if (step > 0.5e-6) c.rendezvous_s = step, c.eager_bytes = eager;
   return c;
 }
 
@@ -238,11 +242,11 @@ int main(int argc, char** argv) {
   agx::Tuning t;
   std::string node_level = "default (no node has two ranks)", network_level = "= node (one node)";
   if (pairs_nodes > 0) {
-    t.params.node = fit_level(topo.local_size() >= 2 ? topo.node_comm : MPI_COMM_NULL);
+    t.params.node = fit_level(topo.local_size() >= 2 ? topo.node_comm : MPI_COMM_NULL, 4000);
     node_level = "measured on " + std::to_string(pairs_nodes) + " node(s)";
   }
   if (topo.nnodes >= 2) {
-    t.params.network = fit_level(leaders);
+    t.params.network = fit_level(leaders, 64000);
     network_level = "measured among " + std::to_string(topo.nnodes) + " nodes";
   } else {
     t.params.network = t.params.node;
