@@ -31,8 +31,6 @@
 #include <mpi-ext.h>
 #endif
 
-#include <sched.h>
-
 #include <algorithm>
 #include <deque>
 #include <mutex>
@@ -64,17 +62,6 @@ long long settings_word(const CudaSettings& s) {
          static_cast<long long>(s.chunk_bytes) << 4;
 }
 
-/// Waits for `r`, advancing agx's running requests meanwhile (core/nonblocking.hpp).
-void wait_progressing(MPI_Request& r) {
-  for (;;) {
-    int done = 0;
-    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
-    detail::progress_all();
-    sched_yield();
-  }
-}
-
 CommState& state_of(CommContext& ctx) {
   static int keyval = MPI_KEYVAL_INVALID;
   if (keyval == MPI_KEYVAL_INVALID)
@@ -91,7 +78,11 @@ CommState& state_of(CommContext& ctx) {
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(mine, all, 5, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
             "MPI_Iallreduce");
-  wait_progressing(r);
+  progress_until([&] {  // advancing agx's running requests meanwhile
+    int done = 0;
+    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  });
   auto* st = new CommState();
   st->device_calls = all[0] != 0 && !s.off;
   st->settings_differ = all[1] != -all[2] || all[3] != -all[4];
@@ -415,11 +406,8 @@ std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, 
   if (const CommState& state = state_of(ctx); !state.device_calls && !state.settings_differ)
     return std::nullopt;
   DeviceCall call(ctx, a, buffers, layout);
-  for (;;) {
-    if (const std::optional<bool> on_device = call.test()) return call.ran();
-    detail::progress_all();
-    sched_yield();
-  }
+  progress_until([&] { return call.test().has_value(); });
+  return call.ran();
 }
 
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
