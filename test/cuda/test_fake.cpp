@@ -8,7 +8,8 @@
 //   cache     IPC with buffers freed and reallocated every call: mappings bounded, all
 //             closed at MPI_Finalize
 //   error     a CUDA failure on rank 1 (FAKE_CUDA_FAIL): agx::Error there, and the other
-//             ranks return with an error instead of hanging (AGX_TIMEOUT)
+//             ranks return with an error instead of hanging (AGX_TIMEOUT, reported by
+//             the round engine: algorithm, path, round)
 //   settings  AGX_CUDA_PATH differs between ranks: MPI_ERR_ARG on every rank
 //   device    contexts only on the device each rank set (cudaSetDevice), none on others
 //   choice    a large single-node call on device buffers, automatic path: IPC (node
@@ -208,16 +209,21 @@ void case_error() {
   fill_send(send, block);
   agx::Allgather<unsigned char> g(MPI_COMM_WORLD);
   bool threw = false;
+  std::string what;
   try {
     g(std::span<const unsigned char>(static_cast<const unsigned char*>(send), block),
       std::span<unsigned char>(static_cast<unsigned char*>(recv), total));
   } catch (const agx::Error& e) {
     threw = true;
+    what = e.what();
     std::fprintf(stderr, "rank %d: agx::Error %d: %s\n", rank_, e.error_class(), e.what());
   }
   // Rank 1's copy failed: every rank must have returned (the watchdog says otherwise)
-  // with an error (the others' ring rounds wait for rank 1: AGX_TIMEOUT reports them).
+  // with an error (the others' ring rounds wait for rank 1: AGX_TIMEOUT reports them,
+  // in the round engine's words: algorithm, path, round, the peer still awaited).
   if (!threw) fail(rank_ == 1 ? "the CUDA failure was not reported" : "the call completed");
+  else if (rank_ != 1 && what.find("algorithm ring (staging, device buffers), round ") == std::string::npos)
+    fail("the stall was not reported by the round engine: " + what);
   MPI_Barrier(MPI_COMM_WORLD);  // not agx's communicator: usable after the failure
 }
 
