@@ -54,6 +54,7 @@ struct ExecutionScratch {
   std::vector<PostedRequest> posted;
   std::vector<int> done_indices;
   std::vector<MPI_Status> done_statuses;
+  std::vector<std::size_t> recv_begin;
 };
 
 class CompiledSchedule {

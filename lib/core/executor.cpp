@@ -86,6 +86,7 @@ void Execution::swap_scratch() {
   posted_.swap(scratch_->posted);
   done_indices_.swap(scratch_->done_indices);
   done_statuses_.swap(scratch_->done_statuses);
+  recv_begin_.swap(scratch_->recv_begin);
 }
 
 void Execution::release_scratch() noexcept {
@@ -95,6 +96,7 @@ void Execution::release_scratch() noexcept {
   recv_transfers_.clear();
   posted_.clear();
   done_statuses_.clear();
+  recv_begin_.clear();
   swap_scratch();  // their memory stays with the compiled schedule for the next call
   compiled_->give_back(scratch_);
   scratch_ = nullptr;
@@ -127,6 +129,7 @@ void Execution::abandon() noexcept {
   expected_.clear();
   recv_transfers_.clear();
   posted_.clear();
+  recv_begin_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
   types_.clear();
@@ -136,10 +139,11 @@ void Execution::start() {
   if (!compiled_ && node_ == nullptr && pieces_ == nullptr && !schedule_.rounds.empty())
     use_compiled();
   round_ = 0;
-  if (round_checks_) round_checks_->start();
-  if (timeout_ > 0) clock_.emplace(timeout_);
+  if (polling()) clock_.emplace(timeout_);
   started_ = true;
   try {
+    if (round_checks_ && hooks_ != nullptr) hooks_->own_needed(layout_.bytes(schedule_.rank));
+    if (round_checks_) round_checks_->start();
     if (!schedule_.rounds.empty()) post_round();
     else if (node_ != nullptr) node_->finish();
   } catch (...) {
@@ -155,7 +159,7 @@ void Execution::start() {
 
 bool Execution::test() {
   try {
-    if (timeout_ > 0 && !poll()) return false;
+    if (polling() && !poll()) return false;
     while (round_ < schedule_.rounds.size()) {
       // Node operations first: a deferred send may be what the peer's receive awaits.
       const bool node_done = node_ == nullptr || (post_deferred() & gets_done());
@@ -214,7 +218,7 @@ void Execution::wait() {
       spin_then_yield([this] { return test(); });
       return;
     }
-    if (timeout_ > 0) spin_then_yield([this] { return poll(); });  // poll() reports a stall
+    if (polling()) spin_then_yield([this] { return poll(); });  // poll() reports a stall
     while (round_ < schedule_.rounds.size()) {
       MPI_Status* st = statuses_for(statuses_, requests_.size());
       const WorldReturnsErrors guard;
@@ -233,11 +237,15 @@ bool Execution::poll() {
   while (round_ < schedule_.rounds.size()) {
     const bool posted = node_ == nullptr || post_deferred();
     open_ = test_some(requests_, done_indices_, open_, *clock_, &done_statuses_);
-    for (std::size_t k = 0; k < done_statuses_.size(); ++k)  // sizes, as check_received
-      if (static_cast<std::size_t>(done_indices_[k]) < receives_)
-        check_size(static_cast<std::size_t>(done_indices_[k]), done_statuses_[k]);
+    for (std::size_t k = 0; k < done_statuses_.size(); ++k) {  // sizes, as check_received
+      const auto i = static_cast<std::size_t>(done_indices_[k]);
+      if (i >= receives_) continue;
+      check_size(i, done_statuses_[k]);
+      if (hooks_ != nullptr && recv_transfers_[i] != nullptr)
+        hooks_->received(*recv_transfers_[i], recv_begin_[i], recv_begin_[i] + expected_[i]);
+    }
     if (open_ > 0 || !posted || (node_ != nullptr && !gets_done())) {
-      if (clock_->stalled()) stalled();
+      if (timeout_ > 0 && clock_->stalled()) stalled();
       return false;
     }
     end_round();
@@ -341,6 +349,7 @@ void Execution::end_round() {
   expected_.clear();
   recv_transfers_.clear();
   posted_.clear();
+  recv_begin_.clear();
   receives_ = 0;
   for (MPI_Datatype& t : types_) MPI_Type_free(&t);
   types_.clear();
@@ -379,13 +388,21 @@ void Execution::post_round() {
       else post_transfer(is_send, t, k, checksums);
     }
   }
-  if (timeout_ > 0) {
+  if (polling()) {
     open_ = requests_.size();
     done_indices_.resize(requests_.size());
   }
 }
 
 void Execution::post_transfer(bool is_send, const Transfer& t, std::size_t k, bool checksums) {
+  if (hooks_ != nullptr) {  // where the own block lies in a send's data (before_send)
+    piece_at_ = 0;
+    own_before_ = std::string::npos;
+    std::size_t at = 0;
+    for (const BlockSpan& b : t.blocks)
+      for (int i = b.first; is_send && i < b.first + b.count; at += layout_.bytes(i++))
+        if (i == schedule_.rank) own_before_ = at;
+  }
   // A suspect block's send is planned per call: it goes one byte short (mark_suspect).
   if (compiled_ && t.place == Place::buffer && !(is_send && carries_suspect(t))) {
     for (const MessageDesc& m : is_send ? compiled_->send(round_, k) : compiled_->recv(round_, k))
@@ -431,6 +448,9 @@ MessageArgs message_args(const Segment* segments, std::size_t count,
 void Execution::post(bool is_send, int peer, const Segment* segments, std::size_t count,
                      const Transfer& transfer, bool checksums) {
   MPI_Request request = MPI_REQUEST_NULL;
+  std::size_t bytes = 0;  // for a shortened send, what its piece would carry (before_send)
+  for (std::size_t i = 0; i < count; ++i) bytes += segments[i].bytes;
+  if (is_send && !checksums) before_send(bytes);
   std::vector<Segment> shortened;  // a suspect block's message, one byte short (mark_suspect)
   if (is_send && !checksums && carries_suspect(transfer)) {
     shortened.assign(segments, segments + count);
@@ -446,8 +466,6 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
     check_mpi(MPI_Isend(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Isend");
   else
     check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < count; ++i) bytes += segments[i].bytes;
   posted(request, is_send, transfer, bytes, checksums);
 }
 
@@ -455,6 +473,7 @@ void Execution::post_compiled(bool is_send, const Transfer& transfer, const Mess
   std::byte* base = m.from_send ? static_cast<std::byte*>(const_cast<void*>(buffers_.send))
                                 : static_cast<std::byte*>(buffers_.recv);
   MPI_Request request = MPI_REQUEST_NULL;
+  if (is_send) before_send(m.bytes);
   if (is_send)
     check_mpi(MPI_Isend(base + m.offset, m.count, m.type, transfer.peer, tag_, comm_, &request),
               "MPI_Isend");
@@ -473,6 +492,15 @@ void Execution::posted(MPI_Request request, bool is_send, const Transfer& transf
     expected_.push_back(bytes);
   }
   if (timeout_ > 0) posted_.push_back({is_send, checksums, &transfer});
+  if (hooks_ == nullptr) return;
+  if (!is_send) recv_begin_.push_back(piece_at_);
+  if (!checksums) piece_at_ += bytes;
+}
+
+void Execution::before_send(std::size_t bytes) {
+  if (hooks_ == nullptr || own_before_ == std::string::npos || piece_at_ + bytes <= own_before_)
+    return;
+  hooks_->own_needed(std::min(piece_at_ + bytes - own_before_, layout_.bytes(schedule_.rank)));
 }
 
 namespace {

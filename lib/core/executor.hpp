@@ -10,6 +10,10 @@
 // its test seam (integrity.hpp): a checksum message follows every transfer's data, and
 // the blocks of a round are checked when the round ends.
 //
+// Hooks (ExecutionHooks, below) let a caller run a schedule on memory that stands in for
+// other memory (lib/cuda's pinned mirror of device buffers) on this same engine: the
+// engine tells it before it reads own-block bytes and as each receive completes.
+//
 // Messages: on a context's private communicator a point-to-point schedule runs from its
 // compiled descriptors (descriptors.hpp, cached on the context per call shape; buffers
 // bound at start()), and the per-round vectors are the compiled schedule's, kept between
@@ -46,6 +50,21 @@ struct MessageArgs {
 MessageArgs message_args(const Segment* segments, std::size_t count,
                          std::vector<MPI_Datatype>& types);
 
+/// What a caller adds to a point-to-point run (Execution::use_hooks): lib/cuda's staging
+/// pipeline, whose buffers are a pinned host mirror of device memory. The messages are
+/// the same as without hooks; test() and wait() then poll with MPI_Testsome (as under
+/// AGX_TIMEOUT), so that each receive is reported as it completes.
+class ExecutionHooks {
+ public:
+  virtual ~ExecutionHooks() = default;
+  /// Own-block bytes [0, upto) must be in the buffers when this returns (a local wait):
+  /// called before a send that reads them is posted, and before the own block's checksum.
+  virtual void own_needed(std::size_t upto) = 0;
+  /// A receive of `t` completed: bytes [begin, end) of its data (its blocks' bytes, in
+  /// transfer order) are in the buffers.
+  virtual void received(const Transfer& t, std::size_t begin, std::size_t end) = 0;
+};
+
 class Execution {
  public:
   Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
@@ -65,6 +84,9 @@ class Execution {
   /// buffers must be in place (the own block's pieces hold it already). Per-round
   /// integrity checks do not apply (lib/fused runs such calls only without them).
   void use_block_pieces(const BlockPieces& blocks);
+  /// Point-to-point schedules only, before start(): `hooks` (which must outlive the
+  /// execution) take part in every round, as ExecutionHooks says.
+  void use_hooks(ExecutionHooks& hooks) { hooks_ = &hooks; }
 
   /// Copies the own block into place (out of place) and posts the first round.
   void start();
@@ -85,7 +107,8 @@ class Execution {
  private:
   void post_round();
   void end_round();
-  bool poll();  // AGX_TIMEOUT: one MPI_Testsome; true when every round is done
+  bool polling() const { return timeout_ > 0 || hooks_ != nullptr; }
+  bool poll();  // AGX_TIMEOUT or hooks: one MPI_Testsome; true when every round is done
   bool gets_done();  // polls the round's gets; true when all are complete
   bool post_deferred();  // posts segment sends whose blocks arrived; true when none is left
   void post_transfer(bool is_send, const Transfer& t, std::size_t k, bool checksums);
@@ -95,6 +118,7 @@ class Execution {
   void post_compiled(bool is_send, const Transfer& transfer, const MessageDesc& m);
   void posted(MPI_Request request, bool is_send, const Transfer& transfer, std::size_t bytes,
               bool checksums);
+  void before_send(std::size_t bytes);  // hooks: the own-block bytes a send piece reads
   void abandon() noexcept;
   void use_compiled();      // start(): the cached descriptors and scratch, where they apply
   void swap_scratch();      // this execution's vectors <-> the compiled schedule's
@@ -130,7 +154,7 @@ class Execution {
   MessagePlan message_;
   Checks checks_;
   std::optional<RoundChecks> round_checks_;  // AGX_INTEGRITY or AGX_TEST_FLIP on this rank
-  // AGX_TIMEOUT only:
+  // AGX_TIMEOUT (stall reports) or hooks (polling):
   double timeout_ = 0;
   std::optional<StallClock> clock_;
   std::vector<Posted> posted_;
@@ -141,6 +165,10 @@ class Execution {
   // Node-level operations (null node_: a point-to-point schedule):
   NodeSegment* node_ = nullptr;
   const BlockPieces* pieces_ = nullptr;  // use_block_pieces
+  ExecutionHooks* hooks_ = nullptr;      // use_hooks
+  std::vector<std::size_t> recv_begin_;  // hooks: where each receive starts in its transfer
+  std::size_t piece_at_ = 0;    // hooks: where the next piece starts in its transfer's data
+  std::size_t own_before_ = 0;  // hooks: transfer bytes before the own block (none: npos)
   std::vector<GetCursor> cursors_;  // per get of the round
   bool segment_recvs_ = false;      // the round receives into the segment
   std::vector<const Transfer*> deferred_;  // segment sends waiting for their blocks

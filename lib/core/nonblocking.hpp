@@ -12,6 +12,8 @@
 #include <agx/options.hpp>
 #include <agx/request.hpp>
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -93,6 +95,17 @@ void progress_count_active(int delta) noexcept;
 void progress_from_environment();
 
 }  // namespace detail
+
+/// Calls `done` until it returns true, advancing this process's running operations
+/// between calls: a blocking wait (an agreement, a device call) during which a peer, or
+/// this rank's own watermarks, may wait for one of them.
+template <class Done>
+void progress_until(Done done) {
+  while (!done()) {
+    detail::progress_all();
+    sched_yield();
+  }
+}
 
 /// Waits for the execution of a blocking call. While nonblocking calls of this process
 /// run, advances them too: a peer, or a flag watermark of this very rank, may wait for

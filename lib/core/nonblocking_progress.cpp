@@ -149,10 +149,7 @@ void wait_blocking(Execution& e) {
     e.wait();
     return;
   }
-  while (!e.test()) {
-    detail::progress_all();
-    sched_yield();
-  }
+  progress_until([&] { return e.test(); });
 }
 
 }  // namespace agx

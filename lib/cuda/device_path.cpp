@@ -31,14 +31,13 @@
 #include <mpi-ext.h>
 #endif
 
-#include <sched.h>
-
 #include <algorithm>
 #include <deque>
 #include <mutex>
 #include <cstdio>
 #include <set>
 #include <string>
+#include <utility>
 
 namespace agx::cuda {
 namespace {
@@ -63,17 +62,6 @@ long long settings_word(const CudaSettings& s) {
          static_cast<long long>(s.chunk_bytes) << 4;
 }
 
-/// Waits for `r`, advancing agx's running requests meanwhile (core/nonblocking.hpp).
-void wait_progressing(MPI_Request& r) {
-  for (;;) {
-    int done = 0;
-    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
-    detail::progress_all();
-    sched_yield();
-  }
-}
-
 CommState& state_of(CommContext& ctx) {
   static int keyval = MPI_KEYVAL_INVALID;
   if (keyval == MPI_KEYVAL_INVALID)
@@ -90,7 +78,11 @@ CommState& state_of(CommContext& ctx) {
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(mine, all, 5, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
             "MPI_Iallreduce");
-  wait_progressing(r);
+  progress_until([&] {  // advancing agx's running requests meanwhile
+    int done = 0;
+    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  });
   auto* st = new CommState();
   st->device_calls = all[0] != 0 && !s.off;
   st->settings_differ = all[1] != -all[2] || all[3] != -all[4];
@@ -186,26 +178,16 @@ class StagedNodeRun final : public DeviceCall::Run {
   bool finished_ = false;
 };
 
+/// A staging call (StagingCall on device buffers, HostStagingCall on host buffers).
+template <class Call>
 class StagingRun final : public DeviceCall::Run {
  public:
-  StagingRun(const Schedule& s, const Buffers& b, const Layout& layout, MPI_Comm comm, int tag,
-             const StagingSettings& st)
-      : call_(backend::device_ops(), backend::pinned_pool(), s, b, layout, comm, tag, st) {}
+  template <class... Args>
+  explicit StagingRun(Args&&... args) : call_(std::forward<Args>(args)...) {}
   bool test() override { return call_.test(); }
 
  private:
-  StagingCall call_;
-};
-
-class HostStagingRun final : public DeviceCall::Run {
- public:
-  HostStagingRun(const Schedule& s, const Buffers& b, const Layout& layout, MPI_Comm comm, int tag,
-                 const StagingSettings& st)
-      : call_(s, b, layout, comm, tag, st) {}
-  bool test() override { return call_.test(); }
-
- private:
-  HostStagingCall call_;
+  Call call_;
 };
 
 /// This rank's part of an aware or staging call (`tag` taken when the call settled).
@@ -214,10 +196,15 @@ std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const Alg
                                              bool local_device, const StagingSettings& st, int tag,
                                              bool blocking) {
   const Algorithm a = choice.id;
+  // Staging calls carry the host calls' checks (AGX_INTEGRITY, AGX_TEST_FLIP) on every
+  // rank, device or host buffers; aware calls none (MPI reads device memory there).
+  Checks checks = Checks::of(a);
+  checks.stage = "staging, device buffers";  // named in AGX_TIMEOUT and AGX_INTEGRITY lines
   if (!local_device) {  // host buffers in a device call: the host path, same messages
     if (is_node_algorithm(a)) return std::make_unique<NodeRun>(ctx, a, b, layout, blocking);
     if (p == Path::staging)  // in the staging call's slices
-      return std::make_unique<HostStagingRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag, st);
+      return std::make_unique<StagingRun<HostStagingCall>>(ctx.schedule(choice), b, layout, ctx.comm(),
+                                                           tag, st, checks);
     return std::make_unique<ExecutionRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag,
                                           st.piece_bytes);
   }
@@ -231,7 +218,9 @@ std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const Alg
                                           layout, ctx.comm(), tag, st.piece_bytes);
   }
   if (is_node_algorithm(a)) return std::make_unique<StagedNodeRun>(ctx, a, b, layout, st, blocking);
-  return std::make_unique<StagingRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag, st);
+  return std::make_unique<StagingRun<StagingCall>>(backend::device_ops(), backend::pinned_pool(),
+                                                   ctx.schedule(choice), b, layout, ctx.comm(), tag,
+                                                   st, checks);
 }
 
 /// The IPC path; when some rank cannot map a peer, every rank falls back to staging
@@ -417,11 +406,8 @@ std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, 
   if (const CommState& state = state_of(ctx); !state.device_calls && !state.settings_differ)
     return std::nullopt;
   DeviceCall call(ctx, a, buffers, layout);
-  for (;;) {
-    if (const std::optional<bool> on_device = call.test()) return call.ran();
-    detail::progress_all();
-    sched_yield();
-  }
+  progress_until([&] { return call.test().has_value(); });
+  return call.ran();
 }
 
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,

@@ -5,14 +5,19 @@
 // message goes host->device as soon as it arrives, alternating between two streams, so
 // copies and messages overlap. The call returns when every copy has completed.
 //
+// The rounds run on the round engine (core/executor.hpp) over the mirror, from the
+// compiled message descriptors, with the engine's AGX_TIMEOUT, AGX_INTEGRITY and abandon
+// path; staging plugs in as its hooks (ExecutionHooks: the own-block wait before a send,
+// the copy to the device after a receive). So on the wire it is exactly a host call
+// with the same piece size, and ranks with host buffers may take part in the same call.
 // Written only against DeviceOps: the same code runs on CUDA (cuda_ops.cu) and on the
-// test seam (test/cuda/seam_ops.hpp). On the wire it is exactly the host executor with
-// the same piece size, so ranks with host buffers may take part in the same call.
+// test seam (test/cuda/seam_ops.hpp).
 
 #include <mpi.h>
 
 #include <agx/bytes.hpp>
 
+#include "core/integrity.hpp"
 #include "core/schedule.hpp"
 #include "cuda/device_ops.hpp"
 #include "cuda/pinned_pool.hpp"
@@ -57,24 +62,27 @@ struct Slice {
   std::size_t send_shift = 0;
 };
 
+struct SlicedCall;
+
 /// One staging call, advanced without blocking on peers, slice after slice (the pinned
 /// mirror is at most settings.mirror_bytes): the constructor stages the own block in
 /// and posts the first round; test() advances the rounds (the only waits
 /// are local ones, for own-block chunks on their way to the host) and returns true
-/// once the receive buffer is complete. `schedule` must outlive the call. Throws
-/// agx::Error (after the abandon path: the communicator is marked).
+/// once the receive buffer is complete. `checks` as for a host call (every rank of the
+/// call alike). `schedule` must outlive the call. Throws agx::Error (after the abandon
+/// path: the communicator is marked).
 class StagingCall {
  public:
   StagingCall(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule, const Buffers& device,
-              const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings);
+              const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings,
+              const Checks& checks = {});
   ~StagingCall();
   StagingCall(const StagingCall&) = delete;
   StagingCall& operator=(const StagingCall&) = delete;
   bool test();
 
  private:
-  struct State;
-  std::unique_ptr<State> s_;
+  std::unique_ptr<SlicedCall> s_;
 };
 
 /// A rank with host buffers in a staging call: the host executor on its own buffers,
@@ -82,15 +90,14 @@ class StagingCall {
 class HostStagingCall {
  public:
   HostStagingCall(const Schedule& schedule, const Buffers& host, const Layout& layout, MPI_Comm comm,
-                  int tag, const StagingSettings& settings);
+                  int tag, const StagingSettings& settings, const Checks& checks = {});
   ~HostStagingCall();
   HostStagingCall(const HostStagingCall&) = delete;
   HostStagingCall& operator=(const HostStagingCall&) = delete;
   bool test();
 
  private:
-  struct State;
-  std::unique_ptr<State> s_;
+  std::unique_ptr<SlicedCall> s_;
 };
 
 /// The mirror of a call whose algorithm is not a schedule (lib/hier), never sliced
@@ -119,7 +126,7 @@ class StagedMirror {
 /// in place) through a pinned mirror from `pool`. Blocking; throws agx::Error.
 void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
                  const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
-                 const StagingSettings& settings);
+                 const StagingSettings& settings, const Checks& checks = {});
 
 /// The same around an algorithm that is not a schedule (lib/hier): the own block is
 /// staged in, `host_run` runs in place on the mirror (with the mirror's layout), then

@@ -8,7 +8,8 @@
 //   cache     IPC with buffers freed and reallocated every call: mappings bounded, all
 //             closed at MPI_Finalize
 //   error     a CUDA failure on rank 1 (FAKE_CUDA_FAIL): agx::Error there, and the other
-//             ranks return with an error instead of hanging (AGX_TIMEOUT)
+//             ranks return with an error instead of hanging (AGX_TIMEOUT, reported by
+//             the round engine: algorithm, path, round)
 //   settings  AGX_CUDA_PATH differs between ranks: MPI_ERR_ARG on every rank
 //   device    contexts only on the device each rank set (cudaSetDevice), none on others
 //   choice    a large single-node call on device buffers, automatic path: IPC (node
@@ -20,6 +21,9 @@
 //   pinned    large staging calls with AGX_CUDA_STAGING_BYTES: pinned memory bounded
 //   report    AGX_CUDA_PATH=aware: a node algorithm stages and is reported so (path
 //             and returned algorithm); ring runs aware
+//   integrity staging under AGX_INTEGRITY with AGX_TEST_FLIP (issue 15: staging runs on
+//             the round engine): the flipped block is found on rank 1, which fails
+//             naming it; ranks that return have the right data (rank 2: host buffers)
 // A watchdog ends a hung case after 60 s (TEST_FAKE_WATCHDOG seconds; exit 3).
 
 #include <agx/agx.hpp>
@@ -205,16 +209,21 @@ void case_error() {
   fill_send(send, block);
   agx::Allgather<unsigned char> g(MPI_COMM_WORLD);
   bool threw = false;
+  std::string what;
   try {
     g(std::span<const unsigned char>(static_cast<const unsigned char*>(send), block),
       std::span<unsigned char>(static_cast<unsigned char*>(recv), total));
   } catch (const agx::Error& e) {
     threw = true;
+    what = e.what();
     std::fprintf(stderr, "rank %d: agx::Error %d: %s\n", rank_, e.error_class(), e.what());
   }
   // Rank 1's copy failed: every rank must have returned (the watchdog says otherwise)
-  // with an error (the others' ring rounds wait for rank 1: AGX_TIMEOUT reports them).
+  // with an error (the others' ring rounds wait for rank 1: AGX_TIMEOUT reports them,
+  // in the round engine's words: algorithm, path, round, the peer still awaited).
   if (!threw) fail(rank_ == 1 ? "the CUDA failure was not reported" : "the call completed");
+  else if (rank_ != 1 && what.find("algorithm ring (staging, device buffers), round ") == std::string::npos)
+    fail("the stall was not reported by the round engine: " + what);
   MPI_Barrier(MPI_COMM_WORLD);  // not agx's communicator: usable after the failure
 }
 
@@ -390,6 +399,38 @@ void case_pinned() {
   }
 }
 
+void case_integrity() {
+  // Several pieces and own-block chunks per block (AGX_CUDA_CHUNK_BYTES in the test's env).
+  const std::size_t block = 100000, total = block * static_cast<std::size_t>(size_);
+  const bool host = rank_ == 2;
+  std::vector<unsigned char> hs(block), hr(total);
+  void *send = hs.data(), *recv = hr.data();
+  if (!host) {
+    ok(cudaMalloc(&send, block), "cudaMalloc");
+    ok(cudaMalloc(&recv, total), "cudaMalloc");
+  }
+  fill_send(send, block);
+  std::vector<int> displs(static_cast<std::size_t>(size_));
+  for (int p = 0; p < size_; ++p) displs[static_cast<std::size_t>(p)] = p * static_cast<int>(block);
+  agx::Allgather<unsigned char> g(MPI_COMM_WORLD);
+  std::string error;
+  try {
+    g(std::span<const unsigned char>(static_cast<const unsigned char*>(send), block),
+      std::span<unsigned char>(static_cast<unsigned char*>(recv), total));
+  } catch (const agx::Error& e) {
+    error = e.what();
+    std::fprintf(stderr, "rank %d: agx::Error %d: %s\n", rank_, e.error_class(), e.what());
+    if (e.error_class() != MPI_ERR_OTHER) fail("wrong error class: " + error);
+  }
+  if (rank_ == 1 && error.find("corrupted") == std::string::npos)
+    fail("the block flipped on rank 1 was not found (" + (error.empty() ? "no error" : error) + ")");
+  if (error.empty()) check(recv, total, block, displs, "integrity");
+  if (!host) {
+    ok(cudaFree(send), "cudaFree");
+    ok(cudaFree(recv), "cudaFree");
+  }
+}
+
 void case_report() {
   // AGX_CUDA_PATH=aware with a CUDA-aware MPI: a node algorithm cannot run there (it
   // stages), and what is reported must say so; ring does run aware.
@@ -455,6 +496,7 @@ int main(int argc, char** argv) {
   else if (which == "progress") case_progress();
   else if (which == "pinned") case_pinned();
   else if (which == "report") case_report();
+  else if (which == "integrity") case_integrity();
   else {
     std::fprintf(stderr, "test_fake: unknown --case=%s\n", which.c_str());
     return 2;

@@ -5,7 +5,8 @@
 // (calls cut into slices), and "mixed" calls where every third rank has host buffers
 // and runs the host executor (in the same slices where the call is cut). The receive buffer
 // ("device" memory) is checked byte for byte, including the gaps and guard bytes, and
-// no copy may still be queued when a call returns.
+// no copy may still be queued when a call returns. Every call carries the checks the
+// settings ask for (AGX_INTEGRITY: seam-integrity-np3), as a device call does.
 //
 //   test_seam [--fault=drop|early]   a fault must make the check fail (exit 1)
 
@@ -102,13 +103,14 @@ void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedP
   std::byte* own_at = in_place ? recv + c.offsets[static_cast<std::size_t>(me)] : send;
   for (std::size_t i = 0; i < own; ++i) own_at[i] = pattern(me, i, iter);  // test writes its own "device" data
   const Buffers b{in_place ? nullptr : send, recv, in_place};
+  const agx::Checks checks = agx::Checks::of(a);
 
   if (host_rank) {
     if (a == Algorithm::shared_memory) agx::hier::run(ctx, a, b, layout);
     else if (agx::cuda::slicing_of(layout, st.mirror_bytes).slices == 1)  // the plain executor
-      agx::execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes);
+      agx::execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes, checks);
     else {  // the same slices as the staging ranks
-      agx::cuda::HostStagingCall h(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st);
+      agx::cuda::HostStagingCall h(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st, checks);
       while (!h.test()) {
       }
     }
@@ -117,7 +119,8 @@ void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedP
       agx::hier::run(ctx, a, m, on_mirror);
     });
   } else {
-    agx::cuda::run_staging(ops, pool, ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st);
+    agx::cuda::run_staging(ops, pool, ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st,
+                           checks);
   }
 
   long bad = 0;
