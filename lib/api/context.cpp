@@ -20,13 +20,15 @@
 namespace agx {
 namespace {
 
-// Rank 0's tuning as text, read once per process: empty without AGX_TUNING_FILE (every
-// rank then takes the built-in defaults), "!message" when the file cannot be used.
+// Rank 0's tuning file as text, read and parsed once per process (tuning.hpp): empty
+// without AGX_TUNING_FILE (every rank then takes the built-in defaults), "!message"
+// when the file cannot be used.
 const std::string& own_tuning_text() {
   static const std::string text = [] {
     if (config().tuning_file.empty()) return std::string();
     try {
-      return format_tuning(load_tuning());
+      load_tuning();  // parsed here, so that a malformed file fails on rank 0 first
+      return tuning_file_text();
     } catch (const Error& e) {
       return std::string("!") + e.what();
     }
@@ -41,7 +43,8 @@ Tuning agreed_tuning(MPI_Comm comm, int rank, std::uint64_t length) {
   std::string text = rank == 0 ? own_tuning_text() : std::string(length, '\0');
   check_mpi(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm), "MPI_Bcast");
   if (text[0] == '!') throw Error(MPI_ERR_FILE, text.substr(1));
-  return parse_tuning(text, !config().tuning_file.empty() ? config().tuning_file : "rank 0's tuning file");
+  // The same text on every communicator of a job: parsed once per process.
+  return parse_tuning_once(text, !config().tuning_file.empty() ? config().tuning_file : "rank 0's tuning file");
 }
 
 // Frees the set-up's communicators unless the context took them.

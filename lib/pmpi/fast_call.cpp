@@ -60,7 +60,7 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     const Buffers buffers{in_place ? nullptr : sendbuf, recvbuf, in_place};
     const Layout layout = Layout::uniform(s.nranks, s.block);
     const bool direct =  // receive buffers in shared regions (hier/direct_write.hpp)
-        !settings().algo_set && hier::direct_write_auto(*s.ctx, Options{}, buffers, layout,
+        !algo_set() && hier::direct_write_auto(*s.ctx, Options{}, buffers, layout,
                                                         &cuda::is_device_memory);
     if (!direct) run_selected(*s.ctx, s.algorithm, buffers, layout);
     record_call(direct ? Algorithm::shared_memory : s.algorithm.id, total,
