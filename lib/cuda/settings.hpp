@@ -12,6 +12,7 @@ namespace agx::cuda {
 /// The three device paths (docs/gpu.md).
 using Path = DevicePath;
 using CudaSettings = DeviceSettings;
+using agx::to_string;  // cuda::to_string(Path), as callers write it
 
 inline const CudaSettings& cuda_settings() { return process_settings().device; }
 
