@@ -14,34 +14,48 @@
 
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace agx {
 namespace {
 
-// Rank 0's tuning as text, read once per process: empty without AGX_TUNING_FILE (every
-// rank then takes the built-in defaults), "!message" when the file cannot be used.
-const std::string& own_tuning_text() {
-  static const std::string text = [] {
-    if (config().tuning_file.empty()) return std::string();
-    try {
-      return format_tuning(load_tuning());
-    } catch (const Error& e) {
-      return std::string("!") + e.what();
-    }
-  }();
-  return text;
+// The tuning text this process last agreed on with a communicator (empty: none yet).
+std::mutex held_mutex;
+std::string held_text;
+
+// What this process, as rank 0 of a communicator, gives it: empty without
+// AGX_TUNING_FILE (every rank then takes the built-in defaults); the text it already
+// agreed on with an earlier communicator, so that a process reads and parses the
+// tuning once however many communicators it leads (tuning.hpp); else the file's text,
+// read once; "!message" when the file cannot be used.
+std::string own_tuning_text() {
+  if (config().tuning_file.empty()) return std::string();
+  {
+    std::lock_guard lock(held_mutex);
+    if (!held_text.empty()) return held_text;
+  }
+  try {
+    load_tuning();  // parsed here, so that a malformed file fails on rank 0 first
+    return tuning_file_text();
+  } catch (const Error& e) {
+    return std::string("!") + e.what();
+  }
 }
 
-// The tuning of rank 0, on every rank (a file that only some ranks can read, or that
-// differs between nodes, must not split the choice).
-Tuning agreed_tuning(MPI_Comm comm, int rank, std::uint64_t length) {
+// The tuning of rank 0 (its text: `own` there), on every rank (a file that only some
+// ranks can read, or that differs between nodes, must not split the choice).
+Tuning agreed_tuning(MPI_Comm comm, int rank, std::uint64_t length, const std::string& own) {
   if (length == 0) return Tuning{};
-  std::string text = rank == 0 ? own_tuning_text() : std::string(length, '\0');
+  std::string text = rank == 0 ? own : std::string(length, '\0');
   check_mpi(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm), "MPI_Bcast");
   if (text[0] == '!') throw Error(MPI_ERR_FILE, text.substr(1));
-  return parse_tuning(text, !config().tuning_file.empty() ? config().tuning_file : "rank 0's tuning file");
+  // The same text on every communicator of a job: parsed once per process.
+  Tuning t = parse_tuning_once(text, !config().tuning_file.empty() ? config().tuning_file : "rank 0's tuning file");
+  std::lock_guard lock(held_mutex);
+  held_text = std::move(text);
+  return t;
 }
 
 // Frees the set-up's communicators unless the context took them.
@@ -84,13 +98,14 @@ CommContext& set_up(MPI_Comm user_comm) {
   } catch (const Error& e) {
     bad_setting = e.what();
   }
-  if (rank == 0) mine.tuning_bytes = own_tuning_text().size();
+  const std::string tuning_text = rank == 0 ? own_tuning_text() : std::string();
+  mine.tuning_bytes = tuning_text.size();
   std::vector<SetupRecord> all(static_cast<std::size_t>(size));
   // PMPI_ on purpose: under the interposer, MPI_Allgather would re-enter agx.
   check_mpi(PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, c.comm),
             "MPI_Allgather");
   // 4. The tuning, only where rank 0 has a file.
-  Tuning tuning = agreed_tuning(c.comm, rank, all[0].tuning_bytes);
+  Tuning tuning = agreed_tuning(c.comm, rank, all[0].tuning_bytes, tuning_text);
   if (!bad_setting.empty()) throw Error(MPI_ERR_ARG, bad_setting);
 
   std::vector<hier::NodeRecord> nodes(all.size());

@@ -212,16 +212,10 @@ void decode(int block, const std::byte* in, std::size_t n, const Spec& spec, std
 
 /// AGX_TEST_CORRUPT_BLOCK on this rank: damages `enc` and the size it announces.
 void apply_seam(int rank, std::vector<std::byte>& enc, std::uint64_t& announced) {
-  const char* s = std::getenv("AGX_TEST_CORRUPT_BLOCK");
-  if (s == nullptr || *s == '\0') return;
-  const std::string v(s);
-  const auto colon = v.find(':');
-  const std::string kind = colon == std::string::npos ? "" : v.substr(colon + 1);
-  if (colon == std::string::npos || (kind != "flip" && kind != "lie" && kind != "truncate" &&
-                                     kind != "huge"))
-    throw Error(MPI_ERR_ARG, "agx: AGX_TEST_CORRUPT_BLOCK='" + v +
-                                 "' is not <rank>:<flip|lie|truncate|huge>");
-  if (std::atoi(v.substr(0, colon).c_str()) != rank) return;
+  check_config();  // an unreadable AGX_TEST_CORRUPT_BLOCK is MPI_ERR_ARG (core/settings.hpp)
+  const std::optional<CorruptSeam>& seam = config().corrupt;
+  if (!seam || seam->rank != rank) return;
+  const std::string& kind = seam->kind;
   if (kind == "flip") enc.back() ^= std::byte{0x10};
   if (kind == "lie") {  // a consistent-looking block whose payload size lies
     std::uint64_t p = 0;

@@ -13,6 +13,7 @@
 #include "codec/codec.hpp"
 #include "api/context.hpp"
 #include "core/comm_context.hpp"
+#include "core/config.hpp"
 #include "core/mpi_check.hpp"
 #include "core/select.hpp"
 
@@ -87,14 +88,8 @@ double local_pack_speed(Packer p) {
 }
 
 double agreed_pack_speed(MPI_Comm comm, Packer p) {
-  if (const char* s = std::getenv("AGX_COMPRESS_BYTES_PER_S"); s != nullptr && *s != '\0') {
-    char* end = nullptr;
-    const double v = std::strtod(s, &end);
-    if (end == s || *end != '\0' || !(v > 0))
-      throw Error(MPI_ERR_ARG, std::string("agx: AGX_COMPRESS_BYTES_PER_S='") + s +
-                                   "' is not a positive number");
-    return v;
-  }
+  check_config();  // an unreadable AGX_COMPRESS_BYTES_PER_S is MPI_ERR_ARG (core/settings.hpp)
+  if (const std::optional<double>& v = config().compress_bytes_per_s) return *v;
   if (!packer_available(p) || p == Packer::none) return 0;
   // The tuning file's speed: the communicator's tuning is rank 0's, the same everywhere.
   const Tuning& tuning = context(comm).selector().tuning();

@@ -12,6 +12,7 @@
 #include <agx/error.hpp>
 #include <agx/request.hpp>
 
+#include "core/config.hpp"
 #include "core/executor.hpp"
 #include "core/mpi_check.hpp"
 
@@ -107,11 +108,7 @@ bool progress_pending() noexcept { return running.load(std::memory_order_relaxed
 void progress_count_active(int delta) noexcept { running.fetch_add(delta); }
 
 void progress_from_environment() {
-  static bool asked = [] {
-    const char* v = std::getenv("AGX_PROGRESS_THREAD");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  if (asked && !worker_running.load()) set_progress_thread(true);
+  if (config().progress_thread && !worker_running.load()) set_progress_thread(true);
 }
 
 }  // namespace detail

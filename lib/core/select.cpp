@@ -179,8 +179,8 @@ AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const O
   AlgorithmChoice choice = resolve({options.algorithm, options.radix});
   if (choice.id == Algorithm::automatic && options.use_environment) {
     const Config& c = config();
-    if (!c.invalid_algo.empty())
-      throw Error(MPI_ERR_ARG, "agx: AGX_ALGO='" + c.invalid_algo + "': " + c.invalid_algo_reason);
+    if (const InvalidSetting* bad = process_settings().invalid_of("AGX_ALGO"))
+      throw Error(MPI_ERR_ARG, "agx: " + bad->message());
     if (c.forced) choice = *c.forced;
   }
   const Algorithm a = choice.id;

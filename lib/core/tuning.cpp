@@ -5,8 +5,11 @@
 #include "core/config.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -21,7 +24,12 @@ AlgorithmChoice Tuning::measured(int ranks, int ranks_per_node, std::size_t mean
   return {};
 }
 
+namespace {
+std::atomic<std::size_t> parses{0};
+}  // namespace
+
 Tuning parse_tuning(const std::string& text, const std::string& source) {
+  parses.fetch_add(1, std::memory_order_relaxed);
   Tuning t;
   t.source = source;
   std::istringstream in(text);
@@ -122,12 +130,24 @@ std::string format_tuning(const Tuning& t) {
   return out.str();
 }
 
-Tuning load_tuning() {
+std::size_t tuning_parse_count() { return parses.load(std::memory_order_relaxed); }
+
+Tuning parse_tuning_once(const std::string& text, const std::string& source) {
+  static std::mutex mutex;
+  static std::map<std::string, Tuning> parsed;  // by text; one entry in a normal job
+  std::lock_guard lock(mutex);
+  if (auto it = parsed.find(text); it != parsed.end() && it->second.source == source) return it->second;
+  Tuning t = parse_tuning(text, source);
+  parsed.insert_or_assign(text, t);
+  return t;
+}
+
+const std::string& tuning_file_text() {
   const std::string& path = config().tuning_file;
-  if (path.empty()) return {};
   // The file is read once per process (by whichever rank 0 of a communicator gets here
-  // first); later communicators parse the same text, or report the same failure.
+  // first); later communicators use the same text, or report the same failure.
   static const std::optional<std::string> text = [&]() -> std::optional<std::string> {
+    if (path.empty()) return std::string();
     std::ifstream f(path);
     if (!f) return std::nullopt;
     std::stringstream all;
@@ -135,7 +155,12 @@ Tuning load_tuning() {
     return all.str();
   }();
   if (!text) throw Error(MPI_ERR_FILE, "agx: cannot read AGX_TUNING_FILE " + path);
-  return parse_tuning(*text, path);
+  return *text;
+}
+
+Tuning load_tuning() {
+  if (config().tuning_file.empty()) return {};
+  return parse_tuning_once(tuning_file_text(), config().tuning_file);
 }
 
 }  // namespace agx

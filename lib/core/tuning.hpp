@@ -45,8 +45,21 @@ Tuning parse_tuning(const std::string& text, const std::string& source);
 /// Serializes (the inverse of parse_tuning, header lines included).
 std::string format_tuning(const Tuning& t);
 
-/// AGX_TUNING_FILE if set (an unreadable file is an error), else built-in defaults. The
-/// file is read at most once per process.
+/// parse_tuning, at most once per process for each text (a communicator's tuning is
+/// rank 0's text, the same for every communicator of a job): later calls with a text
+/// already parsed return that result. Errors are not kept (the caller keeps those).
+Tuning parse_tuning_once(const std::string& text, const std::string& source);
+
+/// How many times parse_tuning has run in this process (the test seam of "the tuning
+/// file is parsed once": test/mpi/test_settings.cpp).
+std::size_t tuning_parse_count();
+
+/// AGX_TUNING_FILE's text, read at most once per process ("" when unset); an unreadable
+/// file is agx::Error (MPI_ERR_FILE), every time it is asked for.
+const std::string& tuning_file_text();
+
+/// AGX_TUNING_FILE if set (an unreadable or malformed file is an error), else built-in
+/// defaults: parse_tuning_once(tuning_file_text()).
 Tuning load_tuning();
 
 }  // namespace agx

@@ -281,7 +281,7 @@ struct CallPlan {
 bool forced(const Options& o) {
   const Config& c = config();
   return o.algorithm != Algorithm::automatic ||
-         (o.use_environment && (c.forced.has_value() || !c.invalid_algo.empty()));
+         (o.use_environment && (c.forced.has_value() || process_settings().invalid_of("AGX_ALGO")));
 }
 
 /// Recent decisions (lib/fused/decision.hpp), keyed by context, settings and the

@@ -24,24 +24,15 @@
 namespace agx::hier {
 namespace {
 
+/// AGX_DIRECT_WRITE and AGX_DIRECT_WRITE_MIN_BYTES (core/settings.hpp, NodeSettings).
 struct DirectSettings {
   bool enabled = true;
   std::size_t min_bytes = 256 * 1024;
 };
 
-const DirectSettings& direct_settings() {
-  static const DirectSettings s = [] {
-    DirectSettings d;
-    if (const char* v = std::getenv("AGX_DIRECT_WRITE"); v != nullptr && *v != '\0')
-      d.enabled = std::string(v) != "0";
-    if (const char* v = std::getenv("AGX_DIRECT_WRITE_MIN_BYTES"); v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(v, &end, 10);
-      if (end != v && *end == '\0') d.min_bytes = static_cast<std::size_t>(n);
-    }
-    return d;
-  }();
-  return s;
+DirectSettings direct_settings() {
+  const NodeSettings& n = process_settings().node;
+  return {n.direct_write, n.direct_write_min_bytes};
 }
 
 std::atomic<std::uint64_t> calls{0};
@@ -103,7 +94,7 @@ std::uint64_t direct_write_calls() { return calls.load(std::memory_order_relaxed
 
 bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
                   bool send_on_host) {
-  const DirectSettings& s = direct_settings();
+  const DirectSettings s = direct_settings();
   const Topology& t = h.topo;
   if (!s.enabled || t.nnodes != 1 || t.size < 2) return false;
   std::size_t total = 0, extent = 0;
@@ -176,11 +167,11 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
 
 bool direct_write_auto(CommContext& ctx, const Options& options, const Buffers& buffers,
                        const Layout& layout, bool (*on_device)(const void*)) {
-  const DirectSettings& s = direct_settings();
+  const DirectSettings s = direct_settings();
   const int size = layout.nranks();
   if (!s.enabled || size < 2 || options.algorithm != Algorithm::automatic || options.radix != 0)
     return false;
-  if (options.use_environment && (config().forced || !config().invalid_algo.empty()))
+  if (options.use_environment && (config().forced || process_settings().invalid_of("AGX_ALGO")))
     return false;  // AGX_ALGO names the algorithm (or fails in the selection)
   std::size_t total = 0;
   for (int r = 0; r < size; ++r) total += layout.bytes(r);

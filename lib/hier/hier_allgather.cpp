@@ -56,9 +56,8 @@ namespace {
 // same one the planner and so the cost model use).
 AlgorithmChoice inter_algorithm(int nnodes, std::size_t total) {
   const Settings& s = settings();
-  if (!s.invalid_inter.empty())
-    throw Error(MPI_ERR_ARG, "agx: AGX_HIER_INTER='" + s.invalid_inter +
-                                 "' names no point-to-point algorithm");
+  if (const InvalidSetting* bad = process_settings().invalid_of("AGX_HIER_INTER"))
+    throw Error(MPI_ERR_ARG, "agx: " + bad->message());
   return hier_inter_algorithm(nnodes, total, s.inter);
 }
 

@@ -3,6 +3,7 @@
 #include "hier/shm_segment.hpp"
 
 #include "core/mpi_check.hpp"
+#include "core/settings.hpp"
 #include "core/timeout.hpp"
 
 #include <fcntl.h>
@@ -36,25 +37,9 @@ enum Outcome : int { mapped_ok = 0, no_fd_access = 1, sizes_differ = 2, failed =
 /// AGX_TEST_KILL_SEGMENT=<local rank>:<point>:<n>: the test seam of "no segment
 /// outlives the job" (test/hier/run_segment_kill.py). The process of that local rank
 /// raises SIGKILL at `point` (created, mapped, agreed) of its n-th segment.
-struct KillSeam {
-  int local = -1, point = -1;
-  unsigned n = 0;
-};
-const KillSeam& kill_seam() {
-  static const KillSeam seam = [] {
-    KillSeam s;
-    const char* v = std::getenv("AGX_TEST_KILL_SEGMENT");
-    if (v == nullptr || *v == '\0') return s;
-    char point[16] = {};
-    if (std::sscanf(v, "%d:%15[a-z]:%u", &s.local, point, &s.n) != 3) return KillSeam{};
-    const std::string p = point;
-    s.point = p == "created" ? 0 : p == "mapped" ? 1 : p == "agreed" ? 2 : -1;
-    return s;
-  }();
-  return seam;
-}
+/// (Parsed with every setting: core/settings.hpp, NodeSettings::kill_segment.)
 void maybe_die(int local, int point, unsigned n) {
-  const KillSeam& s = kill_seam();
+  const KillSeam& s = process_settings().node.kill_segment;
   if (s.point == point && s.local == local && s.n == n) raise(SIGKILL);
 }
 

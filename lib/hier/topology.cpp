@@ -204,9 +204,8 @@ std::vector<Binding> node_bindings(const Topology& t) {
 }
 
 MPI_Comm shared_comm_if_asked(MPI_Comm comm) {
-  if (!settings().invalid_node_detect.empty())
-    throw Error(MPI_ERR_ARG, "agx: AGX_NODE_DETECT='" + settings().invalid_node_detect +
-                                 "' is neither host nor mpi");
+  if (const InvalidSetting* bad = process_settings().invalid_of("AGX_NODE_DETECT"))
+    throw Error(MPI_ERR_ARG, "agx: " + bad->message());
   if (!settings().node_detect_mpi) return MPI_COMM_NULL;
   int rank = 0;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");

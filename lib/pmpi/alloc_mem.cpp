@@ -18,11 +18,7 @@ namespace agx::pmpi {
 namespace {
 
 bool serves_alloc() {
-  static const bool on = [] {
-    const char* v = std::getenv("AGX_ALLOC_MEM");
-    return !(v != nullptr && std::strcmp(v, "0") == 0);
-  }();
-  return on && !settings().disabled;
+  return settings().alloc_mem && !settings().disabled;
 }
 
 int alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) noexcept {

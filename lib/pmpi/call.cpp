@@ -16,6 +16,7 @@
 
 #include "api/context.hpp"
 #include "core/comm_context.hpp"
+#include "core/config.hpp"
 #include "core/mpi_check.hpp"
 #include "core/select.hpp"
 #include "cuda/memory.hpp"
@@ -50,20 +51,19 @@ AlgorithmChoice selector_choice(MPI_Comm comm, const Layout& layout, const Optio
 /// AGX_ALGO when it can serve the call; otherwise one warning and the automatic
 /// choice with AGX_ALGO ignored.
 AlgorithmChoice pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_place) {
-  const Settings& s = settings();
   const Options automatic{Algorithm::automatic, false};  // the choice without AGX_ALGO
-  if (!s.algo_set) return selector_choice(comm, layout, automatic, in_place);
-  if (s.forced) {
+  if (!algo_set()) return selector_choice(comm, layout, automatic, in_place);
+  if (const auto& f = forced()) {
     try {
-      return selector_choice(comm, layout, Options{s.forced->id, true, s.forced->radix}, in_place);
+      return selector_choice(comm, layout, Options{f->id, true, f->radix}, in_place);
     } catch (const Error& e) {
-      warn_once(comm, "cannot:" + s.algo_text,
-                "AGX_ALGO=" + s.algo_text + " cannot serve a call (" + e.what() +
+      warn_once(comm, "cannot:" + algo_text(),
+                "AGX_ALGO=" + algo_text() + " cannot serve a call (" + e.what() +
                     "); such calls use the automatic choice");
     }
-  } else {
+  } else if (const InvalidSetting* bad = process_settings().invalid_of("AGX_ALGO")) {
     warn_once(MPI_COMM_WORLD, "invalid-algo",  // a job-wide mistake: one line per job
-              "AGX_ALGO='" + s.algo_text + "' is not valid (" + s.algo_error +
+              "AGX_ALGO='" + bad->text + "' is not valid (" + bad->reason +
                   "); using the automatic choice");
   }
   return selector_choice(comm, layout, automatic, in_place);
@@ -254,8 +254,7 @@ AlgorithmChoice pick_algorithm(const PreparedCall& p) {
 
 Options pick_nonblocking_options(const PreparedCall& p) {
   const AlgorithmChoice a = pick_algorithm(p);  // AGX_ALGO when it can serve (else one warning)
-  const Settings& s = settings();
-  if (s.forced && a == *s.forced) return Options{a.id, true, a.radix};
+  if (forced() && a == *forced()) return Options{a.id, true, a.radix};
   return Options{Algorithm::automatic, false};  // lets libagx pick a schedule that runs in pieces
 }
 
@@ -270,7 +269,7 @@ namespace {
 bool gather_compressed(const GatherCall& c, const PreparedCall& p, const AlgorithmChoice& a,
                        Algorithm& ran) {
   const Settings& s = settings();
-  if (!s.compress_error.empty()) throw Error(MPI_ERR_ARG, "agx: " + s.compress_error);
+  check_config();  // an unreadable AGX_COMPRESS(_MIN_BYTES) is MPI_ERR_ARG (core/settings.hpp)
   const EncodeOptions e{.lossless = s.compress, .min_bytes = s.compress_min_bytes};
   const int n = p.layout.nranks();
   std::size_t largest = 0;
@@ -307,13 +306,13 @@ int gather(const GatherCall& c) {
   const AlgorithmChoice a = pick_algorithm(p);
   Algorithm ran = Algorithm::automatic;
   const auto direct = [&] {  // receive buffers in shared regions (hier/direct_write.hpp)
-    return !settings().algo_set &&
+    return !algo_set() &&
            hier::direct_write_auto(context(c.comm), Options{}, p.buffers, p.layout,
                                    &cuda::is_device_memory);
   };
   // AGX_ALGO goes in forced; the automatic choice goes in as such, so that libagx may run
   // a first call on a communicator point-to-point (api/dispatch.hpp, select_blocking).
-  const Options options = settings().forced && a == *settings().forced
+  const Options options = forced() && a == *forced()
                               ? Options{a.id, true, a.radix}
                               : Options{Algorithm::automatic, false};
   if (!gather_compressed(c, p, a, ran))
@@ -346,7 +345,7 @@ bool agx_serves(MPI_Comm comm, const char* function) {
   if (inside) return false;  // agx's own use of MPI: not a user call, not counted
   if (settings().disabled) {  // untouched: no MPI call of ours unless verbose
     record_passthrough();
-    if (settings().verbose && comm != MPI_COMM_NULL && mpi_running())
+    if (verbose() && comm != MPI_COMM_NULL && mpi_running())
       announce_passthrough(comm, function, "AGX_DISABLE is set");
     return false;
   }

@@ -95,7 +95,7 @@ void record_shape(const PreparedCall& p, const AlgorithmChoice& a) noexcept {
   last = Shape{true,        c.comm,         c.sendtype,     c.recvtype,
                c.sendcount, c.recvcount,    p.user_in_place, deletions,
                ctx,         p.layout.nranks(), p.layout.bytes(0), a,
-               settings().summary, !settings().algo_set};
+               settings().summary, !algo_set()};
 }
 
 void forget_shape() noexcept { last.valid = false; }

@@ -24,7 +24,7 @@ int raise_error(MPI_Comm comm, int error_class, const std::string& message) {
   const bool have_handler = PMPI_Comm_get_errhandler(comm, &eh) == MPI_SUCCESS;
   const bool fatal = have_handler && is_fatal(eh);
   if (have_handler && eh != MPI_ERRORS_RETURN && !fatal) PMPI_Errhandler_free(&eh);
-  if (fatal || settings().verbose) {
+  if (fatal || verbose()) {
     std::fprintf(stderr, "%s\n", message.c_str());
     std::fflush(stderr);
   }

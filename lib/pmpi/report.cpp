@@ -181,7 +181,7 @@ void record_passthrough() { bump(own_tally().passthrough, 1ULL); }
 void record_encoded() { bump(own_tally().encoded, 1ULL); }
 
 void announce(MPI_Comm comm, const char* function, Algorithm a, std::size_t total_bytes) {
-  if (!settings().verbose || !is_rank_zero(comm)) return;
+  if (!verbose() || !is_rank_zero(comm)) return;
   std::lock_guard lock(mutex);
   CommNote* note = note_of(comm);
   const int k = size_class(total_bytes);
@@ -191,7 +191,7 @@ void announce(MPI_Comm comm, const char* function, Algorithm a, std::size_t tota
 }
 
 void announce_passthrough(MPI_Comm comm, const char* function, const char* why) {
-  if (!settings().verbose || comm == MPI_COMM_NULL || !is_rank_zero(comm)) return;
+  if (!verbose() || comm == MPI_COMM_NULL || !is_rank_zero(comm)) return;
   std::lock_guard lock(mutex);
   CommNote* note = note_of(comm);
   if (note == nullptr || note->passthrough_said) return;
@@ -232,7 +232,7 @@ void print_summary() {
   const Settings& s = settings();
   std::string text = "agx summary: " + std::to_string(size) + " ranks" +
                      (s.disabled ? ", AGX_DISABLE set" : "") +
-                     (s.algo_set ? ", AGX_ALGO=" + s.algo_text : std::string()) + "\n";
+                     (algo_set() ? ", AGX_ALGO=" + algo_text() : std::string()) + "\n";
   char line[160];
   std::snprintf(line, sizeof line, "agx summary: %-20s %14s %18s %14s\n", "algorithm",
                 "calls(sum)", "bytes(sum)", "time_s(max)");

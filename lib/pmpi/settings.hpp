@@ -1,41 +1,26 @@
 #pragma once
-// The interposer's settings, read once from the environment (docs/interposer.md):
-// AGX_DISABLE, AGX_VERBOSE, AGX_SUMMARY, and its own reading of AGX_ALGO (a bad
-// value is a warning and a fallback here, not an error as in the C++ API).
+// lib/pmpi's section of the process-wide settings (core/settings.hpp, InterposerSettings,
+// has every variable; docs/interposer.md describes them). AGX_ALGO and AGX_VERBOSE are
+// the core section's, read once for the C++ API and the interposer alike.
 
-#include <agx/algorithm.hpp>
-#include <agx/encoded.hpp>
-
-#include <cstddef>
-#include <optional>
-#include <string>
+#include "core/settings.hpp"
 
 namespace agx::pmpi {
 
-struct Settings {
-  /// AGX_DISABLE=1: every call goes to the MPI library untouched.
-  bool disabled = false;
-  /// AGX_VERBOSE=1: one line per communicator and size class naming the algorithm.
-  bool verbose = false;
-  /// AGX_SUMMARY=1: calls, bytes and time per algorithm, printed at MPI_Finalize.
-  bool summary = false;
-  /// AGX_ALGO names a concrete algorithm (with its parameters: "bruck:k=4").
-  std::optional<AlgorithmChoice> forced;
-  /// Why AGX_ALGO is not valid (a name or parameter it cannot read); empty when it is.
-  std::string algo_error;
-  /// AGX_ALGO is set to something other than "auto" (valid or not).
-  bool algo_set = false;
-  /// AGX_ALGO's text, for messages.
-  std::string algo_text;
-  /// AGX_COMPRESS: lossless compression of blocking MPI_Allgather blocks (never lossy).
-  Lossless compress = Lossless::off;
-  /// AGX_COMPRESS_MIN_BYTES: blocks smaller than this are never compressed.
-  std::size_t compress_min_bytes = 64 * 1024;
-  /// Why AGX_COMPRESS or AGX_COMPRESS_MIN_BYTES is not valid; empty when they are.
-  std::string compress_error;
-};
+using Settings = InterposerSettings;
 
-/// The process-wide settings, read on first use.
-const Settings& settings();
+inline const Settings& settings() { return process_settings().interposer; }
+
+/// AGX_VERBOSE (is_set_flag).
+inline bool verbose() { return process_settings().core.verbose; }
+
+/// AGX_ALGO names a concrete algorithm (with its parameters: "bruck:k=4").
+inline const std::optional<AlgorithmChoice>& forced() { return process_settings().core.forced; }
+
+/// AGX_ALGO is set to something other than "auto" (valid or not).
+inline bool algo_set() { return forced().has_value() || process_settings().invalid_of("AGX_ALGO"); }
+
+/// AGX_ALGO's text, for messages.
+inline const std::string& algo_text() { return process_settings().core.algo_text; }
 
 }  // namespace agx::pmpi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The SMPI check: builds agx-sim with smpicxx (tools/sim/build.sh) and runs every agx
-# algorithm (bruck also at k=4, locality_bruck at k=4), lib's hierarchical planner on the simulator's node model,
+# point-to-point algorithm at every radix the registry lists (bruck:k=4, ...), lib's node
+# paths that serve several nodes (hierarchical) on the simulator's node model,
 # auto (lib's selector), the fair baselines (ompi41, mpich, han) and SMPI's MPI_Allgather
 # on a tiny simulated cluster (4 nodes x 4 ranks, and 12 ranks for the folding paths), two
 # sizes, every result checked inside the driver (--check); the 16-rank run also places the
@@ -27,7 +28,13 @@ cat > "$work/platform.xml" <<'XML'
 </platform>
 XML
 for h in 0 1 2 3; do printf 'node-%s\n' "$h" "$h" "$h" "$h"; done > "$work/hosts"
-algos="direct,ring,neighbor_exchange,recursive_doubling,bruck,bruck:k=4,distance_halving,locality_bruck:k=4,hierarchical,auto,ompi41,mpich,han,mpi"
+# The algorithms come from the registry's data (include/agx/algorithms.def, read by
+# tools/algorithms.py as meson.build reads it): a new registry line runs here by itself.
+# shared_memory is left out: it serves one node, and the cluster has four.
+registry="$(python3 "$root/tools/algorithms.py" variants --sep ,)"
+node_paths="$(python3 "$root/tools/algorithms.py" node-paths | grep -vx shared_memory | paste -sd, -)"
+algos="$registry,$node_paths,auto,ompi41,mpich,han,mpi"
+echo "sim: algorithms: $algos"
 for np in 16 12; do
   groups=()  # 16 ranks: also the cost model's group term (2 nodes per group) for auto
   [ "$np" -eq 16 ] && groups=(--groups 2,2e-11)

@@ -27,7 +27,7 @@ mapfile -t planners < <(sed -n 's/^AGX_PLANNER([a-z0-9_]*, *"\([^"]*\)".*/\1/p' 
 sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/core/message.cpp lib/core/executor.cpp
          lib/core/descriptors.cpp lib/core/comm_context.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
-         lib/core/validator.cpp lib/core/cost_model.cpp lib/core/config.cpp
+         lib/core/validator.cpp lib/core/cost_model.cpp lib/core/settings.cpp
          lib/core/tuning.cpp lib/core/select.cpp
          "${planners[@]}" lib/hier/node_planner.cpp
          tools/sim/baselines.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)

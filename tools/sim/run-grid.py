@@ -24,6 +24,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import algorithms as registry  # noqa: E402  (tools/algorithms.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SETTINGS = [
     "--cfg=smpi/simulate-computation:no",          # communication only; local copies are free
@@ -48,9 +51,20 @@ COLL_SELECTOR = "ompi"  # the run's other collectives (barrier, reduce, bcast, a
 # rule and Open MPI 5's HAN composition, each run with agx's planners; a baseline whose pick
 # already ran at that size reuses that run.
 BASELINES = ["ompi41", "mpich", "han"]
-AGX = ["direct", "ring", "neighbor_exchange", "recursive_doubling", "bruck", "distance_halving",
-       "locality_bruck"]
+# agx's algorithms come from the registry's data (include/agx/algorithms.def, read by
+# tools/algorithms.py as meson.build reads it): every point-to-point planner at its default
+# radix, so that a new registry line is in the grid by itself. Other radices
+# ('bruck:k=4') are variants, not new algorithms: run them as extras (AGX_SIM_EXTRA_ALGOS).
+# The node paths: `hierarchical` where a platform has several ranks per node; not
+# `shared_memory`, which serves one node only (every platform here has several).
+AGX = registry.planners()
+NODE_PATHS = [a for a in registry.node_paths() if a not in ("shared_memory",)]
+# Chosen subsets (by their cost at 4096 ranks, below); each must name registry algorithms.
 LOG_DEPTH = ["recursive_doubling", "bruck", "distance_halving"]
+WITHOUT_DIRECT = [a for a in AGX if a != "direct"]
+for _name in LOG_DEPTH + ["direct"]:
+    if _name not in AGX:
+        raise SystemExit(f"run-grid.py: {_name} is not a planner of include/agx/algorithms.def")
 KiB, MiB = 1024, 1024 * 1024
 ALL_SIZES = [8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB]
 # Per rank count: sizes (bytes per rank) for agx; agx algorithms run (N-round and
@@ -67,8 +81,8 @@ ALL_SIZES = [8, 256, 4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB]
 # 8 MiB runs): left out there.
 GRID = {
     64: dict(sizes=ALL_SIZES, algos=AGX, selectors={s: ALL_SIZES for s in SELECTORS}),
-    256: dict(sizes=ALL_SIZES, algos=AGX[1:], selectors={s: ALL_SIZES[:-1] for s in SELECTORS}),
-    1024: dict(sizes=[8, 4 * KiB, 256 * KiB, 16 * MiB], algos=AGX[1:],
+    256: dict(sizes=ALL_SIZES, algos=WITHOUT_DIRECT, selectors={s: ALL_SIZES[:-1] for s in SELECTORS}),
+    1024: dict(sizes=[8, 4 * KiB, 256 * KiB, 16 * MiB], algos=WITHOUT_DIRECT,
                selectors={s: [8, 4 * KiB, 256 * KiB] for s in SELECTORS}, unsimulated=["direct"]),
     4096: dict(sizes=[8, 4 * KiB, 256 * KiB], algos=LOG_DEPTH,
                selectors={"ompi": [8], "mpich": [8]},
@@ -150,7 +164,14 @@ def main():
     ap.add_argument("--append", action="store_true",
                     help="keep the output's rows, replacing those of the points run now")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--list", action="store_true",
+                    help="print the agx algorithms of each rank count and exit (no build, no run)")
     args = ap.parse_args()
+    if args.list:
+        for nranks, g in GRID.items():
+            print(f"{nranks} ranks: {','.join(g['algos'])} (+{','.join(NODE_PATHS)} where ppn > 1, "
+                  f"auto, {','.join(BASELINES)}); unsimulated: {','.join(g.get('unsimulated', [])) or '-'}")
+        return 0
     build = subprocess.run([os.path.join(ROOT, "tools", "sim", "build.sh")],
                            capture_output=True, text=True)
     if build.returncode != 0:
@@ -178,7 +199,7 @@ def main():
         sizes = [8, 64 * KiB] if args.quick else g["sizes"]
         algos = g["algos"] + extra_algos(pid)
         if p["ppn"] > 1:
-            algos = algos + ["hierarchical"]
+            algos = algos + NODE_PATHS
         algos = algos + ["auto"] + BASELINES
         selectors = {} if args.no_selectors else dict(g["selectors"])
         if only_algos is not None:
