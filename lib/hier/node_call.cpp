@@ -227,7 +227,7 @@ struct NodeCall {
   const Schedule* schedule = nullptr;
   Algorithm algorithm = Algorithm::shared_memory;
   Buffers buffers{};
-  const Layout* layout = nullptr;
+  Layout layout;  // a view, as Execution keeps it
   int tag = 0;
   std::optional<StagedSegment> segment;
   std::optional<Execution> execution;
@@ -272,7 +272,7 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   call->schedule = &node_schedule(ctx, a, total);
   call->algorithm = a;
   call->buffers = buffers;
-  call->layout = &layout;
+  call->layout = layout;
   h.running = a;
   call->segment.emplace(h, *call->schedule, layout);
   if (call->segment->queue()) call->segment->set_growth_tag(ctx.next_tag());
@@ -304,7 +304,7 @@ bool test_node_call(NodeCall& call) {
     Checks checks;
     checks.algorithm = to_string(call.algorithm);
     checks.stage = "node schedule (nonblocking)";
-    call.execution.emplace(*call.schedule, call.buffers, *call.layout, call.ctx->comm(), call.tag,
+    call.execution.emplace(*call.schedule, call.buffers, call.layout, call.ctx->comm(), call.tag,
                            config().max_message_bytes, *call.segment, checks);
     call.execution->start();
   }
