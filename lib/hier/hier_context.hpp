@@ -247,6 +247,7 @@ class HierContext final : public NodeState {
   std::mutex setup_mutex_;    ///< the set-up and the claims (two threads may advance calls)
   std::unique_ptr<NodeSetUp> setup_;
   std::deque<RegionClaim*> claims_;
+  std::atomic<std::size_t> queued_{0};  ///< claims_.size(), read without the lock
   std::size_t planned_bytes_ = 0;  ///< the data segment's size once every claim is served
   std::atomic<std::uint64_t> claim_steps_{0};
   MPI_Comm shared_ = MPI_COMM_NULL;  ///< until node_comm() makes the node communicator of it

@@ -1,8 +1,9 @@
 // A shared_memory or hierarchical call run by the round engine (core/executor.hpp): the
 // planner's schedule (node_planner.cpp) on this node's segment (hier_context.hpp). This is
 // the path of nonblocking and persistent calls: the engine's test() polls the node flags
-// as it polls MPI requests, so nothing waits inside start() but the segment's reuse and
-// growth (docs/hierarchy.md). Blocking calls keep node_stage.cpp's tuned variants
+// as it polls MPI requests and advances the node set-up, any growth of the segment and
+// the reuse of its regions (node_set_up.cpp), so nothing waits inside start()
+// (docs/hierarchy.md, "Set-up of a communicator"). Blocking calls keep node_stage.cpp's tuned variants
 // (blocks in the flag lines, single copy), which share this segment and generations.
 //
 // Flags, per call generation `gen`: a put copies the own block chunk by chunk and raises

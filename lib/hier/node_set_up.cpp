@@ -147,6 +147,7 @@ bool HierContext::queue_claim(RegionClaim& c) {
   std::lock_guard lock(setup_mutex_);
   planned_bytes_ = std::max(planned_bytes_, data_bytes());
   claims_.push_back(&c);
+  queued_.store(claims_.size(), std::memory_order_release);
   c.queued = true;
   if (c.total == 0 || planned_bytes_ >= wanted_bytes(c.total)) return false;
   c.grow_to = grown_bytes(c.total);
@@ -158,6 +159,7 @@ void HierContext::drop_claim(RegionClaim& c) noexcept {
   std::lock_guard lock(setup_mutex_);
   if (!c.queued) return;
   claims_.erase(std::find(claims_.begin(), claims_.end(), &c));
+  queued_.store(claims_.size(), std::memory_order_release);
   c.queued = false;
 }
 
@@ -201,6 +203,7 @@ bool HierContext::advance_claim(RegionClaim& c) {
     }
   }
   claims_.pop_front();
+  queued_.store(claims_.size(), std::memory_order_release);
   c.queued = false;
   ++claim_steps_;
   return true;
@@ -223,10 +226,8 @@ std::string HierContext::claim_waiting_for(const RegionClaim& c) {
 // A blocking call's region(): the engine's calls queued before it take theirs first
 // (every rank serves the claims in call order, so the segment's growths agree).
 void HierContext::drain_claims() {
-  const auto empty = [&] {
-    std::lock_guard lock(setup_mutex_);
-    return claims_.empty();
-  };
+  // (the count, not the lock: this runs in every blocking call that uses the segment)
+  const auto empty = [&] { return queued_.load(std::memory_order_acquire) == 0; };
   if (empty()) return;
   const double limit = timeout_seconds();
   std::optional<StallClock> clock;
