@@ -44,6 +44,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -116,9 +117,10 @@ class HierContext final : public NodeState {
     std::byte* base = nullptr;  ///< the region, once served
     bool queued = false;
   };
-  /// Queues `c` (its gen and total set); true when the segment must grow first (then
-  /// set c.tag from the communicator's tag sequence, as every rank does for this call).
-  bool queue_claim(RegionClaim& c);
+  /// Queues `c` (its gen and total set). Where the segment must grow first, c.tag is
+  /// `next_tag()` (the communicator's tag sequence, as on every rank for this call),
+  /// set before another thread may serve the claim.
+  void queue_claim(RegionClaim& c, const std::function<int()>& next_tag);
   /// Advances the node set-up and `c`'s turn, never blocking: true once c.base is
   /// served. Takes this context's set-up lock by try_lock (false while another thread
   /// holds it).

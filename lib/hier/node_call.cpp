@@ -64,9 +64,8 @@ class StagedSegment final : public NodeSegment {
   StagedSegment(const StagedSegment&) = delete;
   StagedSegment& operator=(const StagedSegment&) = delete;
 
-  /// Queues the region's claim (start(), call order); true when the segment grows first.
-  bool queue() { return h_.queue_claim(claim_); }
-  void set_growth_tag(int tag) { claim_.tag = tag; }
+  /// Queues the region's claim (start(), call order); a growth takes its tag of `ctx`.
+  void queue(CommContext& ctx) { h_.queue_claim(claim_, [&] { return ctx.next_tag(); }); }
   /// Advances the set-up and the claim; true once the region is this call's.
   bool claim() {
     if (claimed_) return true;
@@ -276,7 +275,7 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   call->layout = layout;
   h.running = a;
   call->segment.emplace(h, *call->schedule, layout);
-  if (call->segment->queue()) call->segment->set_growth_tag(ctx.next_tag());
+  call->segment->queue(ctx);
   call->tag = ctx.next_tag();
   if (timeout_seconds() > 0) {
     call->clock.emplace(timeout_seconds());

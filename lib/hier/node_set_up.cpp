@@ -143,16 +143,16 @@ bool HierContext::done_through(std::uint64_t gen) {
   return true;
 }
 
-bool HierContext::queue_claim(RegionClaim& c) {
+void HierContext::queue_claim(RegionClaim& c, const std::function<int()>& next_tag) {
   std::lock_guard lock(setup_mutex_);
   planned_bytes_ = std::max(planned_bytes_, data_bytes());
   claims_.push_back(&c);
   queued_.store(claims_.size(), std::memory_order_release);
   c.queued = true;
-  if (c.total == 0 || planned_bytes_ >= wanted_bytes(c.total)) return false;
+  if (c.total == 0 || planned_bytes_ >= wanted_bytes(c.total)) return;
   c.grow_to = grown_bytes(c.total);
+  c.tag = next_tag();
   planned_bytes_ = c.grow_to;
-  return true;
 }
 
 void HierContext::drop_claim(RegionClaim& c) noexcept {
