@@ -112,7 +112,7 @@ logs+=(build-mpich/meson-logs/mpich-cluster.json)
 asan_options=(-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -Dwerror=false
               -Doptimization=1 -Dsoak_seconds=10 -Dcpp_args=-Wno-maybe-uninitialized)
 setup build-asan "${asan_options[@]}"
-asan_mpi=(allgather-np1 allgather-np2 allgather-np3 allgather-split-messages nb-np3
+asan_mpi=(allgather-np1 allgather-np2 allgather-np3 allgather-split-messages nb-np3 nb-setup-np3-nodes-1
           soak-np4 soak-np5-virtual-nodes)
 targets=$(test_targets build-asan unit "${asan_mpi[@]}")
 ninja -C build-asan $targets

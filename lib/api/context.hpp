@@ -14,7 +14,9 @@
 // From those, every rank builds the placement, the tuning and the node stage (pure
 // functions, the same on every rank) and so the selector, and lib/hier's node state.
 // The node and leader communicators, the shared segment and the single-copy probe wait
-// for the first call that runs a node schedule (hier::HierContext::prepare_node).
+// for the first call that runs a node schedule (hier::HierContext::prepare_node; a
+// nonblocking call's set-up makes no node communicator and never blocks,
+// hier/node_set_up.cpp).
 
 #include <mpi.h>
 

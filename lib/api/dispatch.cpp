@@ -43,13 +43,17 @@ AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Op
 }
 
 AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                   bool in_place) {
+                                   bool in_place, bool persistent) {
   // The same choice as a blocking call's: shared_memory and hierarchical run on the
-  // round engine too (lib/hier/node_call.cpp). Only while the node's segment is not yet
-  // set up or too small for this call does `auto` take the best point-to-point
-  // algorithm instead; a forced node path sets it up then.
+  // round engine (lib/hier/node_call.cpp), which sets the node up and grows its segment
+  // from test(), never waiting inside start(). The first-call rule is the blocking one:
+  // the communicator's first `auto` call whose choice is a node path, blocking or
+  // nonblocking, runs the best point-to-point algorithm instead and the next one makes
+  // the node state. A persistent plan, made to be started many times, keeps its node path.
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
-  if (!is_node_path(a.id) || !is_automatic(options) || hier::node_call_ready(ctx, layout)) return a;
+  if (!is_node_path(a.id) || !is_automatic(options) || persistent ||
+      !hier::defer_node_set_up(ctx, true))
+    return a;
   return ctx.selector().best_point_to_point(layout, in_place);
 }
 

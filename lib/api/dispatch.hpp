@@ -46,11 +46,11 @@ bool is_automatic(const Options& options);
 AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
                                 bool in_place, bool mark = true, bool* deferred = nullptr);
 
-/// The algorithm of a nonblocking or persistent call: as select_algorithm, except that
-/// `auto` takes the best point-to-point algorithm while the node's segment is not set up
-/// or too small for the call (making or growing it is collective).
+/// The algorithm of a nonblocking or persistent call: select_blocking's choice, first-call
+/// rule included (a nonblocking call counts as a call; its node set-up never blocks,
+/// hier/node_call.cpp). `persistent`: a plan, which keeps a node path at its first call.
 AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                   bool in_place);
+                                   bool in_place, bool persistent = false);
 
 /// One start of a nonblocking or persistent call on its path, advanced by test().
 class StartedCall {

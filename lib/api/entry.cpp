@@ -148,7 +148,7 @@ Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
+  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place, true);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // once, at planning
   return Plan(make<Persistent>(ctx, a, buffers, layout));
 }

@@ -49,7 +49,7 @@ class Pricer {
     const Layout layout = Layout::varying(block_, offset_);
     FusionCall c;
     c.algorithm = sel_.choose(layout, false);
-    if (!settings_.node_paths && is_node_path(c.algorithm.id)) {  // as select_nonblocking
+    if (!settings_.node_paths && is_node_path(c.algorithm.id)) {  // hier::node_call_ready
       double best = std::numeric_limits<double>::infinity();
       for (const auto& [a, s] : sel_.predictions(layout, false))
         if (!is_node_path(a.id) && s < best) best = s, c.algorithm = a;

@@ -329,7 +329,7 @@ std::vector<CallPlan> plan_calls(MPI_Comm comm, std::span<const FusedPart> parts
   FusionSettings settings;
   const Checks checks = Checks::of(Algorithm::direct);
   settings.segments = !checks.integrity && !checks.flip;
-  if (nonblocking) {  // as select_nonblocking: no node path until its segment fits
+  if (nonblocking) {  // no node path before the node set-up has begun (hier::node_call_ready)
     std::vector<std::size_t> offsets(whole.bytes.size(), 0);
     settings.node_paths = hier::node_call_ready(ctx, Layout::varying(whole.bytes, offsets));
   }

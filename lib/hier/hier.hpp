@@ -42,14 +42,15 @@ struct NodeCallDeleter {
 using NodeCallPtr = std::unique_ptr<NodeCall, NodeCallDeleter>;
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
                             const Layout& layout);
-/// Whether a node call of this layout can start without any collective set-up: the
-/// node's flag segment exists and its data segment needs no growth (the same answer on
-/// every rank: both are made only by calls every rank makes alike).
+/// Whether the node set-up has begun on `ctx` (by a blocking or a nonblocking call), so
+/// that a nonblocking node call of this layout finishes it, and any growth, from test()
+/// (the same answer on every rank: only calls every rank makes alike begin it).
 bool node_call_ready(CommContext& ctx, const Layout& layout);
-/// Whether a blocking `auto` call that picked a node path should run point-to-point this
-/// once: true at the first such call on `ctx` while its node state is not made. `mark`:
-/// the call is about to run (the next one makes the node state); false only asks (what
-/// agx::choose_algorithm reports). Every rank calls it alike (blocking calls).
+/// Whether an `auto` call (blocking or not) that picked a node path should run
+/// point-to-point this once: true at the first such call on `ctx` while its node set-up
+/// has not begun. `mark`: the call is about to run (the next one makes the node state);
+/// false only asks (what agx::choose_algorithm reports). Every rank calls it alike
+/// (collective calls come in the same order everywhere).
 bool defer_node_set_up(CommContext& ctx, bool mark);
 /// True once the call is complete on this rank.
 bool test_node_call(NodeCall& call);

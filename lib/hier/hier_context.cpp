@@ -9,6 +9,7 @@
 #include "core/mpi_check.hpp"
 #include "core/nonblocking.hpp"
 #include "core/planner.hpp"
+#include "hier/probe.hpp"
 #include "hier/settings.hpp"
 #include "hier/wait.hpp"
 
@@ -24,55 +25,6 @@
 #include <vector>
 
 namespace agx::hier {
-namespace {
-
-// Single copy is used only where it is faster than staging, which depends on the
-// kernel (and on a virtual machine's hypervisor): process_vm_readv pins and maps the
-// peer's pages. At setup every rank reads a 256 KiB buffer from its neighbour with
-// process_vm_readv and copies it locally with memcpy (best of three each), and the
-// node agrees on the slowest ratio. Staging writes each block twice (owner into the
-// segment, reader out of it) where single copy writes it once through the kernel,
-// so for a node of n ranks single copy wins when the kernel copy runs at more than
-// (n-1)/n of memcpy's speed; agx asks for 10% more than that.
-constexpr std::size_t probe_bytes = 256 * 1024;
-
-std::uint64_t probe_value(std::int64_t pid) { return static_cast<std::uint64_t>(pid) * 7919u + 13u; }
-
-template <class Copy>
-double best_of_three(Copy copy) {
-  double best = 1e30;
-  for (int i = 0; i < 3; ++i) {
-    const double t0 = MPI_Wtime();
-    if (!copy()) return 0;
-    best = std::min(best, MPI_Wtime() - t0);
-  }
-  return best;
-}
-
-/// Kernel copy speed relative to memcpy (1 = equal) reading `peer`'s probe buffer,
-/// or 0 when process_vm_readv does not work between the two processes.
-double probe_single_copy(const Slot& peer, std::byte* dst, const std::byte* local_src) {
-  const auto read_peer = [&] {
-    iovec local{dst, probe_bytes};
-    iovec remote{reinterpret_cast<void*>(peer.address.load()), probe_bytes};
-    return process_vm_readv(static_cast<pid_t>(peer.pid), &local, 1, &remote, 1, 0) ==
-           static_cast<ssize_t>(probe_bytes);
-  };
-  std::uint64_t first = 0;
-  if (!read_peer()) return 0;
-  std::memcpy(&first, dst, sizeof first);
-  if (first != probe_value(peer.pid)) return 0;
-  const double kernel = best_of_three(read_peer);
-  const double local = best_of_three([&] {
-    std::memcpy(dst, local_src, probe_bytes);
-    asm volatile("" ::"r"(dst) : "memory");  // keep the copy
-    return true;
-  });
-  return kernel > 0 ? local / kernel : 0;
-}
-
-}  // namespace
-
 int leaders_for(const Topology& t) {
   int smallest = t.size;
   for (int j = 0; j < t.nnodes; ++j) smallest = std::min(smallest, t.node_size(j));
@@ -94,15 +46,7 @@ MPI_Comm HierContext::node_comm() {
   return topo.node_comm;
 }
 
-void HierContext::prepare_node() {
-  if (node_ready_) return;
-  node_ready_ = true;
-  const int n = topo.local_size();
-  node_comm();
-  if (topo.nnodes > 1) {  // local ranks 0..leaders-1 of every node, each on its own
-    const int color = topo.local < leaders ? topo.local : MPI_UNDEFINED;
-    check_mpi(MPI_Comm_split(comm, color, topo.node, &leader_comm), "MPI_Comm_split");
-  }
+void HierContext::choose_wait_style() {
   const int cores = topo.node_cores;  // from the set-up exchange
   const bool crowded = cores > 0 && topo.local_size() > cores;
   sleep_forced = settings().wait == Settings::Wait::sleep;
@@ -110,6 +54,31 @@ void HierContext::prepare_node() {
   // More than two ranks per core: sleep in every call (yielding among that many runnable
   // ranks made the test matrix at 7-11 ranks on 2 cores 20-35% slower).
   sleep_small_ = sleep_forced || (crowded && topo.local_size() > 2 * cores);
+}
+
+void HierContext::prepare_node() {
+  if (comms_ready_ && node_ready()) return;
+  if (node_started_) {  // a call of the round engine began it: its steps, then the communicators
+    if (!node_ready()) finish_set_up_blocking();
+    if (!comms_ready_) {
+      comms_ready_ = true;
+      node_comm();
+      if (topo.nnodes > 1) {
+        const int color = topo.local < leaders ? topo.local : MPI_UNDEFINED;
+        check_mpi(MPI_Comm_split(comm, color, topo.node, &leader_comm), "MPI_Comm_split");
+      }
+    }
+    return;
+  }
+  node_started_ = true;
+  comms_ready_ = true;
+  const int n = topo.local_size();
+  node_comm();
+  if (topo.nnodes > 1) {  // local ranks 0..leaders-1 of every node, each on its own
+    const int color = topo.local < leaders ? topo.local : MPI_UNDEFINED;
+    check_mpi(MPI_Comm_split(comm, color, topo.node, &leader_comm), "MPI_Comm_split");
+  }
+  choose_wait_style();
   header_ = std::make_unique<SharedSegment>(
       topo.node_comm, sizeof(Slot) * static_cast<std::size_t>(n),
       [this](const char* what, double seconds) {
@@ -131,13 +100,19 @@ void HierContext::prepare_node() {
   // (also keeps every probe buffer alive until all its readers are done)
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &speed, 1, MPI_DOUBLE, MPI_MIN, topo.node_comm),
             "MPI_Allreduce");
+  set_single_copy(speed);
+  own_slot().address.store(0);
+  node_ready_.store(true, std::memory_order_release);
+}
+
+void HierContext::set_single_copy(double speed) {
+  const int n = topo.local_size();
   cma = speed > 0;
   cma_speed = speed;
   const double needed = 1.1 * (n - 1) / n;
   cma_min_bytes = settings().cma_min_bytes ? *settings().cma_min_bytes
                   : speed > needed        ? std::size_t{256} * 1024
                                           : never;
-  own_slot().address.store(0);
 }
 
 HierContext::~HierContext() {
@@ -197,28 +172,29 @@ void HierContext::stalled(const char* stage, const std::string& what, double sec
                         ", stage '" + stage + "': waiting for " + what);
 }
 
-namespace {
-
 // Two regions (double buffering: a call need not wait for the readers of the one before)
 // up to 64 MiB per call, one region above. The segment grows when a call does not fit
 // that way: growing only when it did not fit at all left calls of exactly half the
 // segment in one region, a full wait for every reader on every call.
-std::size_t wanted_bytes(std::size_t total) {
+std::size_t HierContext::wanted_bytes(std::size_t total) {
   constexpr std::size_t double_buffer_limit = std::size_t{64} << 20;
   return total <= double_buffer_limit ? 2 * total : total;
 }
 
-}  // namespace
+std::size_t HierContext::grown_bytes(std::size_t total) {
+  return page_round(std::max<std::size_t>(wanted_bytes(total), 64 * 1024));
+}
 
 bool HierContext::fits(std::size_t total) const { return data_bytes() >= wanted_bytes(total); }
 
 std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {
+  drain_claims();
   const std::size_t want = wanted_bytes(total);
   if (data_bytes() < want) {
     // Every local rank must be done with the old segment before it goes away.
     wait_done(std::max(last_use_[0], last_use_[1]));
     data_.reset();
-    const std::size_t size = std::max<std::size_t>(want, 64 * 1024);
+    const std::size_t size = grown_bytes(total);
     data_ = std::make_unique<SharedSegment>(
         topo.node_comm, size, [this, gen, size](const char* what, double seconds) {
           stalled("growing the shared segment",
@@ -229,6 +205,7 @@ std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {
         });
     last_use_ = {0, 0};
     ++grows_;
+    planned_bytes_ = data_bytes();
   }
   const std::size_t half = data_bytes() / 2;
   if (total <= half) {

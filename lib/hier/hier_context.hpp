@@ -11,6 +11,8 @@
 //   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
 //   slot[i].address    single copy: where its block lives in its own address space
 //   slot[i].pid        its process id (for process_vm_readv)
+//   slot[i].probed, probe_speed   set-up of the round engine only: its single-copy
+//                      probe is done, at that speed (hier_context.cpp)
 //   slot[i].block_bytes[gen & 1], block_offset[gen & 1]   its block's size and place
 //                      in the segment as it sees the call, written before its first
 //                      progress mark: a reader whose counts disagree (an erroneous
@@ -41,6 +43,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -64,6 +68,8 @@ struct alignas(64) Slot {
   std::atomic<std::uint64_t> ready{0};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
+  std::atomic<std::uint64_t> probed{0};
+  double probe_speed = 0;
   std::atomic<std::uint64_t> block_bytes[2] = {};
   std::atomic<std::uint64_t> block_offset[2] = {};
   alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)
@@ -77,15 +83,54 @@ class HierContext final : public NodeState {
   /// under AGX_NODE_DETECT=mpi its shared-memory communicator (owned from now on; the
   /// node communicator is made of it).
   HierContext(Topology topology, MPI_Comm comm, MPI_Comm shared);
-  /// Collective over the communicator, once (its first node-path call, which every rank
-  /// makes): the node and leader communicators, the flag segment and the single-copy
-  /// probe, which only the shared-memory paths need (a communicator whose calls take
-  /// point-to-point paths never pays for them). Call before any slot or `cma` use.
+  /// Blocking calls: collective over the communicator, once (its first node-path call,
+  /// which every rank makes): the node and leader communicators, the flag segment and
+  /// the single-copy probe, which only the shared-memory paths need (a communicator whose
+  /// calls take point-to-point paths never pays for them). Call before any slot or `cma`
+  /// use. Where a call of the round engine began the set-up (begin_node_set_up), drives
+  /// that to its end (advancing the process's nonblocking calls meanwhile) and then makes
+  /// only the two communicators.
   void prepare_node();
   /// The node communicator (collective over the communicator the first time).
   MPI_Comm node_comm();
-  bool node_prepared() const { return node_ready_; }
-  bool node_ready() const { return node_ready_; }
+  /// Whether the node set-up has begun (blocking or not): the same on every rank at the
+  /// same call, since only calls that every rank makes alike begin it.
+  bool node_started() const { return node_started_; }
+  /// Whether the flag segment and the probe are done on this rank (timing: local only).
+  bool node_ready() const { return node_ready_.load(std::memory_order_acquire); }
+
+  /// Calls of the round engine: begins the node set-up without waiting on any peer (the
+  /// flag segment is made by SegmentMaker over point-to-point messages with `tag`, the
+  /// probe synchronizes through the flag slots); advanced by advance_claim(). Only when
+  /// !node_started().
+  void begin_node_set_up(int tag);
+
+  /// A call of the round engine waiting for its data region: queued at start() in call
+  /// order, served in that order by advance_claim() (so the region, and any growth of
+  /// the segment, come out the same on every rank).
+  struct RegionClaim {
+    std::uint64_t gen = 0;
+    std::size_t total = 0;    ///< its bytes in the segment
+    std::size_t grow_to = 0;  ///< the segment's new size before this call; 0: it fits
+    int tag = 0;              ///< the growth's messages
+    std::unique_ptr<SegmentMaker> maker;
+    std::byte* base = nullptr;  ///< the region, once served
+    bool queued = false;
+  };
+  /// Queues `c` (its gen and total set). Where the segment must grow first, c.tag is
+  /// `next_tag()` (the communicator's tag sequence, as on every rank for this call),
+  /// set before another thread may serve the claim.
+  void queue_claim(RegionClaim& c, const std::function<int()>& next_tag);
+  /// Advances the node set-up and `c`'s turn, never blocking: true once c.base is
+  /// served. Takes this context's set-up lock by try_lock (false while another thread
+  /// holds it).
+  bool advance_claim(RegionClaim& c);
+  /// Removes `c` from the queue (a call abandoned before it was served).
+  void drop_claim(RegionClaim& c) noexcept;
+  /// Counts every step of the set-up and the claims (AGX_TIMEOUT: progress seen).
+  std::uint64_t claim_steps() const { return claim_steps_.load(std::memory_order_relaxed); }
+  /// What `c` waits for (AGX_TIMEOUT reports).
+  std::string claim_waiting_for(const RegionClaim& c);
   ~HierContext() override;
   HierContext(const HierContext&) = delete;
   HierContext& operator=(const HierContext&) = delete;
@@ -174,6 +219,21 @@ class HierContext final : public NodeState {
 
  private:
   void wait_done(std::uint64_t gen);
+  bool done_through(std::uint64_t gen);
+  static std::size_t wanted_bytes(std::size_t total);  ///< a call's need in the segment
+  static std::size_t grown_bytes(std::size_t total);   ///< the size a growth for it makes  ///< wait_done's test, without waiting
+  void choose_wait_style();
+  void set_single_copy(double speed);  ///< cma, cma_speed, cma_min_bytes from the node's slowest
+  struct NodeSetUp {  // the round engine's set-up in flight (node_set_up.cpp)
+    enum class Step { header, probe, gather };
+    Step step = Step::header;
+    std::unique_ptr<SegmentMaker> header;
+    std::vector<std::byte> probe;  // [published | scratch]
+  };
+  bool advance_set_up();  ///< under setup_mutex_; true once node_ready()
+  void finish_set_up_blocking();
+  void drain_claims();  ///< blocking region(): earlier engine calls take their regions first
+  std::string set_up_waiting_for() const;
   struct Watermark {
     std::uint64_t mark = 0;
     std::vector<std::uint64_t> ahead;  // finished calls above mark + 1 (rare: engine calls)
@@ -183,7 +243,15 @@ class HierContext final : public NodeState {
   std::mutex finish_mutex_;  // calls on one communicator may be advanced by two threads
   std::uint64_t engine_gen_ = 0;
 
-  bool node_ready_ = false;
+  bool node_started_ = false;
+  std::atomic<bool> node_ready_{false};
+  bool comms_ready_ = false;  ///< node and leader communicators made
+  std::mutex setup_mutex_;    ///< the set-up and the claims (two threads may advance calls)
+  std::unique_ptr<NodeSetUp> setup_;
+  std::deque<RegionClaim*> claims_;
+  std::atomic<std::size_t> queued_{0};  ///< claims_.size(), read without the lock
+  std::size_t planned_bytes_ = 0;  ///< the data segment's size once every claim is served
+  std::atomic<std::uint64_t> claim_steps_{0};
   MPI_Comm shared_ = MPI_COMM_NULL;  ///< until node_comm() makes the node communicator of it
   std::unique_ptr<SharedSegment> header_, data_;
   Slot* slots_ = nullptr;

@@ -1,8 +1,9 @@
 // A shared_memory or hierarchical call run by the round engine (core/executor.hpp): the
 // planner's schedule (node_planner.cpp) on this node's segment (hier_context.hpp). This is
 // the path of nonblocking and persistent calls: the engine's test() polls the node flags
-// as it polls MPI requests, so nothing waits inside start() but the segment's reuse and
-// growth (docs/hierarchy.md). Blocking calls keep node_stage.cpp's tuned variants
+// as it polls MPI requests and advances the node set-up, any growth of the segment and
+// the reuse of its regions (node_set_up.cpp), so nothing waits inside start()
+// (docs/hierarchy.md, "Set-up of a communicator"). Blocking calls keep node_stage.cpp's tuned variants
 // (blocks in the flag lines, single copy), which share this segment and generations.
 //
 // Flags, per call generation `gen`: a put copies the own block chunk by chunk and raises
@@ -20,6 +21,7 @@
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
 #include "core/planner.hpp"
+#include "core/timeout.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/node_stage.hpp"
 #include "hier/settings.hpp"
@@ -34,6 +36,7 @@ namespace {
 
 class StagedSegment final : public NodeSegment {
  public:
+  // No flag is touched yet: the node set-up may still be running (begin()).
   StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout)
       : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()) {
     h.mark_engine(gen_);
@@ -47,17 +50,33 @@ class StagedSegment final : public NodeSegment {
         bytes_[static_cast<std::size_t>(r)] = layout.bytes(r);
         total += layout.bytes(r);
       }
-    if (total > 0) base_ = h.region(gen_, total);  // (same on every rank: all know the layout)
+    claim_.gen = gen_;
+    claim_.total = total;  // (same on every rank: all know the layout)
     seg_layout_ = Layout::varying(bytes_, offsets_);
-    seg_buffers_ = Buffers{nullptr, base_, true};
     for (const Round& round : schedule.rounds)
       for (const Transfer& tr : round.recvs)
         if (tr.place == Place::segment) {
           ++segment_rounds_;
           break;
         }
-    if (segment_rounds_ == 0) raise_ready();
   }
+  ~StagedSegment() override { h_.drop_claim(claim_); }
+  StagedSegment(const StagedSegment&) = delete;
+  StagedSegment& operator=(const StagedSegment&) = delete;
+
+  /// Queues the region's claim (start(), call order); a growth takes its tag of `ctx`.
+  void queue(CommContext& ctx) { h_.queue_claim(claim_, [&] { return ctx.next_tag(); }); }
+  /// Advances the set-up and the claim; true once the region is this call's.
+  bool claim() {
+    if (claimed_) return true;
+    if (!h_.advance_claim(claim_)) return false;
+    claimed_ = true;
+    base_ = claim_.base;
+    seg_buffers_ = Buffers{nullptr, base_, true};
+    if (segment_rounds_ == 0) raise_ready();
+    return true;
+  }
+  std::string claim_waiting_for() { return h_.claim_waiting_for(claim_); }
 
   const Buffers& segment_buffers() const override { return seg_buffers_; }
   const Layout& segment_layout() const override { return seg_layout_; }
@@ -177,6 +196,8 @@ class StagedSegment final : public NodeSegment {
   Buffers seg_buffers_{};
   std::byte* base_ = nullptr;
   std::size_t segment_rounds_ = 0, rounds_received_ = 0;
+  HierContext::RegionClaim claim_;
+  bool claimed_ = false;
 };
 
 }  // namespace
@@ -197,26 +218,34 @@ const Schedule& node_schedule(CommContext& ctx, Algorithm a, std::size_t total) 
   return it->second;
 }
 
+// Phases: start() begins the node set-up if this is the communicator's first node call,
+// queues the region's claim and takes the call's tags, all in call order and without
+// waiting; test() advances the claim (set-up, growth, reuse) and then the schedule's
+// rounds. Nothing waits on a peer inside start().
 struct NodeCall {
   std::shared_ptr<CommContext> ctx;  // keeps the segment alive past MPI_Comm_free
   const Schedule* schedule = nullptr;
+  Algorithm algorithm = Algorithm::shared_memory;
+  Buffers buffers{};
+  Layout layout;  // a view, as Execution keeps it
+  int tag = 0;
   std::optional<StagedSegment> segment;
   std::optional<Execution> execution;
+  std::optional<StallClock> clock;  // AGX_TIMEOUT while the claim waits
+  std::uint64_t seen = 0;
 };
 
 void NodeCallDeleter::operator()(NodeCall* c) const noexcept { delete c; }
 
-bool node_call_ready(CommContext& ctx, const Layout& layout) {
-  const HierContext* h = &hier_context(ctx);
-  if (!h->node_prepared()) return false;
-  std::size_t total = 0;
-  for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
-  return total == 0 || h->fits(total);
+bool node_call_ready(CommContext& ctx, const Layout&) {
+  // The node set-up has begun (by a blocking or a nonblocking call): a node call
+  // finishes it, and any growth, from test() (the same answer on every rank).
+  return hier_context(ctx).node_started();
 }
 
 bool defer_node_set_up(CommContext& ctx, bool mark) {
   HierContext& h = hier_context(ctx);
-  if (h.node_prepared() || h.node_set_up_deferred) return false;
+  if (h.node_started() || h.node_set_up_deferred) return false;
   h.node_set_up_deferred = mark;
   return true;
 }
@@ -224,7 +253,6 @@ bool defer_node_set_up(CommContext& ctx, bool mark) {
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
                             const Layout& layout) {
   HierContext& h = hier_context(ctx);
-  h.prepare_node();  // collective the first time (a forced node path; auto waits for it)
   if (a == Algorithm::shared_memory && h.topo.nnodes > 1)
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
                                  std::to_string(h.topo.size) + " ranks span " +
@@ -240,18 +268,47 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
     run(ctx, a, buffers, layout);
     return call;
   }
+  if (!h.node_started()) h.begin_node_set_up(ctx.next_tag());
   call->schedule = &node_schedule(ctx, a, total);
+  call->algorithm = a;
+  call->buffers = buffers;
+  call->layout = layout;
   h.running = a;
   call->segment.emplace(h, *call->schedule, layout);
-  Checks checks;
-  checks.algorithm = to_string(a);
-  checks.stage = "node schedule (nonblocking)";
-  call->execution.emplace(*call->schedule, buffers, layout, ctx.comm(), ctx.next_tag(),
-                          config().max_message_bytes, *call->segment, checks);
-  call->execution->start();
+  call->segment->queue(ctx);
+  call->tag = ctx.next_tag();
+  if (timeout_seconds() > 0) {
+    call->clock.emplace(timeout_seconds());
+    call->seen = h.claim_steps();
+  }
+  test_node_call(*call);  // where nothing is to wait for, the first round is posted now
   return call;
 }
 
-bool test_node_call(NodeCall& call) { return !call.execution || call.execution->test(); }
+bool test_node_call(NodeCall& call) {
+  if (!call.segment) return true;  // ran whole in start()
+  if (!call.execution) {
+    HierContext& h = hier_context(*call.ctx);
+    if (!call.segment->claim()) {
+      if (call.clock) {
+        if (h.claim_steps() != call.seen) {
+          call.seen = h.claim_steps();
+          call.clock->restart();
+        } else if (call.clock->stalled()) {
+          h.stalled("node set-up (nonblocking)", call.segment->claim_waiting_for(),
+                    call.clock->seconds());
+        }
+      }
+      return false;
+    }
+    Checks checks;
+    checks.algorithm = to_string(call.algorithm);
+    checks.stage = "node schedule (nonblocking)";
+    call.execution.emplace(*call.schedule, call.buffers, call.layout, call.ctx->comm(), call.tag,
+                           config().max_message_bytes, *call.segment, checks);
+    call.execution->start();
+  }
+  return call.execution->test();
+}
 
 }  // namespace agx::hier

@@ -3,7 +3,8 @@
  *
  *  - progress: rank 0 starts MPI_Iallgather, then MPI_Ssend's to rank 1, which
  *    receives before it starts its own MPI_Iallgather. Legal MPI; it deadlocks if
- *    the start does not return before the others join (the runner's timeout).
+ *    the start does not return before the others join (the runner's timeout). Once
+ *    with 64 ints per rank, once with 256 KiB (a node path's segment grows).
  *  - many: 12 MPI_Iallgather(v) in flight on two communicators, a derived datatype
  *    among them, completed through MPI_Waitany, MPI_Testsome polling, MPI_Waitsome
  *    and MPI_Testall, in an order that differs per round.
@@ -70,14 +71,13 @@ static void check_gather(const int* recv, int n, int count, int salt, const char
     }
 }
 
-static void test_progress(void) {
+static void test_progress(int c, int salt) {
   int n, me;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   if (n < 2) return;
-  const int c = 64;
-  int send[64];
-  for (int i = 0; i < c; ++i) send[i] = value(me, i, 1);
+  int* send = malloc((size_t)c * sizeof(int));
+  for (int i = 0; i < c; ++i) send[i] = value(me, i, salt);
   int* recv = alloc_ints((size_t)n * c);
   MPI_Request req;
   int token = 42;
@@ -87,8 +87,9 @@ static void test_progress(void) {
   MPI_Wait(&req, MPI_STATUS_IGNORE);
   ++gathers_done;
   CHECK(req == MPI_REQUEST_NULL, "MPI_Wait left the request set");
-  check_gather(recv, n, c, 1, "progress");
+  check_gather(recv, n, c, salt, c > 64 ? "progress, larger than the node's segment" : "progress");
   free(recv - 1);
+  free(send);
 }
 
 /* Request k: count k % 5 * 3 (0 included); odd k use MPI_Iallgatherv with reversed
@@ -272,7 +273,10 @@ int main(int argc, char** argv) {
     MPI_Allgather(warm, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
     ++gathers_done;
   }
-  test_progress();
+  test_progress(64, 1);
+  /* 256 KiB per rank: on a node path the segment grows, which must not wait in the start
+   * either (docs/nonblocking.md, "shared_memory and hierarchical"). */
+  test_progress(64 * 1024, 2);
 
   MPI_Comm split, reversed;
   MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &split);

@@ -13,9 +13,9 @@
 //                    MPI_Allgather under the interposer returns MPI_ERR_OTHER through
 //                    MPI_ERRORS_RETURN); afterwards agx works on a new communicator
 // --mpi calls MPI_Allgather (run it with LD_PRELOAD=libagx_pmpi.so) instead of the C++ API.
-// --grow C2: the skipped call gathers C2 elements per rank (blocking only): with
-// shared_memory and C2 > C it is a call that grows the node's segment, whose creation
-// must time out too.
+// --grow C2: the skipped call gathers C2 elements per rank (blocking and start-wait):
+// with shared_memory and C2 > C it is a call that grows the node's segment, whose
+// creation must time out too (for start-wait, the growth advanced by the wait's test()).
 
 #include <agx/agx.hpp>
 
@@ -86,7 +86,7 @@ void scenario(const std::string& how) {
     ++failed;
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  if (grow > 0 && how == "blocking") {
+  if (grow > 0 && (how == "blocking" || how == "start-wait")) {
     count = grow;
     all.assign(count * static_cast<std::size_t>(n), -1);
   }
