@@ -1,6 +1,7 @@
 #include "core/executor.hpp"
 
 #include "core/comm_context.hpp"
+#include "core/copy.hpp"
 #include "core/mpi_check.hpp"
 #include "core/spin.hpp"
 
@@ -153,7 +154,7 @@ void Execution::start() {
   // The own block travels from the send buffer, so this copy overlaps round 0.
   const std::size_t own = layout_.bytes(schedule_.rank);
   if (!buffers_.in_place && own > 0)
-    std::memcpy(static_cast<std::byte*>(buffers_.recv) + layout_.offset(schedule_.rank),
+    copy_bytes(static_cast<std::byte*>(buffers_.recv) + layout_.offset(schedule_.rank),
                 buffers_.send, own);
 }
 

@@ -24,6 +24,7 @@
 
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
+#include "core/copy.hpp"
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
 #include "core/message.hpp"
@@ -198,7 +199,7 @@ void PersistentRounds::start() {
   }
   const std::size_t own = layout_.bytes(rank_);
   if (!buffers_.in_place && own > 0)  // overlaps round 0, as in the executor
-    std::memcpy(static_cast<std::byte*>(buffers_.recv) + layout_.offset(rank_), buffers_.send,
+    copy_bytes(static_cast<std::byte*>(buffers_.recv) + layout_.offset(rank_), buffers_.send,
                 own);
 }
 

@@ -28,6 +28,7 @@
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"
+#include "core/copy.hpp"
 #include "core/executor.hpp"
 #include "core/message.hpp"
 #include "core/nonblocking.hpp"
@@ -138,7 +139,7 @@ FusedPlan plan_fused(int n, int me, std::span<const FusedPart> parts) {
 void place_own(std::span<const FusedPart> parts, const FusedPlan& f) {
   for (const FusedPart& p : parts) {
     const std::size_t b = p.bytes[static_cast<std::size_t>(f.rank)];
-    if (b > 0 && !p.buffers.in_place) std::memcpy(piece_address(p, f.rank), p.buffers.send, b);
+    if (b > 0 && !p.buffers.in_place) copy_bytes(piece_address(p, f.rank), p.buffers.send, b);
   }
 }
 
@@ -172,7 +173,7 @@ void pack_own(std::span<const FusedPart> parts, const FusedPlan& f, std::byte* a
     const std::size_t b = p.bytes[static_cast<std::size_t>(f.rank)];
     if (b == 0) continue;
     const void* from = p.buffers.in_place ? piece_address(p, f.rank) : p.buffers.send;
-    std::memcpy(at, from, b);
+    copy_bytes(at, from, b);
     at += b;
   }
 }
@@ -185,7 +186,7 @@ void unpack(std::span<const FusedPart> parts, const FusedPlan& f, const std::byt
     for (const FusedPart& p : parts) {
       const std::size_t b = p.bytes[static_cast<std::size_t>(i)];
       if (b == 0) continue;
-      if (!(i == f.rank && p.buffers.in_place)) std::memcpy(piece_address(p, i), at, b);
+      if (!(i == f.rank && p.buffers.in_place)) copy_bytes(piece_address(p, i), at, b);
       at += b;
     }
   }

@@ -7,6 +7,7 @@
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"
+#include "core/copy.hpp"
 #include "core/integrity.hpp"
 #include "core/select.hpp"
 #include "hier/hier.hpp"
@@ -150,10 +151,10 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
     const auto* src = buffers.in_place ? own_dst : static_cast<const std::byte*>(buffers.send);
     for (int k = 1; k < n; ++k) {
       const int j = (t.local + k) % n;
-      std::memcpy(bases[static_cast<std::size_t>(j)] + all[static_cast<std::size_t>(j)].offset + at,
+      copy_bytes(bases[static_cast<std::size_t>(j)] + all[static_cast<std::size_t>(j)].offset + at,
                   src, bytes);
     }
-    if (!buffers.in_place) std::memcpy(own_dst, src, bytes);
+    if (!buffers.in_place) copy_bytes(own_dst, src, bytes);
   }
   exchange(h, h.next_gen(), status, statuses, "direct write: end of writing");
   const std::uint64_t worst = *std::max_element(statuses.begin(), statuses.end());

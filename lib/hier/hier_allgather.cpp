@@ -30,6 +30,7 @@
 
 #include <agx/error.hpp>
 
+#include "core/copy.hpp"
 #include "core/nonblocking.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
@@ -124,7 +125,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   if (t.size == 1 || t.nnodes == t.size) {  // nothing shared: own block, then the schedule
     if (t.size == 1) {
       if (!buffers.in_place && layout.bytes(me) > 0)
-        std::memcpy(static_cast<std::byte*>(buffers.recv) + layout.offset(me), buffers.send,
+        copy_bytes(static_cast<std::byte*>(buffers.recv) + layout.offset(me), buffers.send,
                     layout.bytes(me));
       return;
     }

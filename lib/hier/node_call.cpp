@@ -18,6 +18,7 @@
 
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
+#include "core/copy.hpp"
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
 #include "core/planner.hpp"
@@ -94,7 +95,7 @@ class StagedSegment final : public NodeSegment {
         if (chunks == 0) own.progress.store(progress_mark(gen_, 0), std::memory_order_release);
         for (std::size_t k = 0; k < chunks; ++k) {
           const std::size_t at = k * chunk_, len = std::min(chunk_, bytes - at);
-          std::memcpy(dst + at, src + at, len);
+          copy_bytes(dst + at, src + at, len);
           own.progress.store(progress_mark(gen_, k + 1), std::memory_order_release);
         }
         h_.notify();
@@ -183,7 +184,7 @@ class StagedSegment final : public NodeSegment {
     const std::byte* src = base_ + offsets_[static_cast<std::size_t>(b)];
     for (; done < available; ++done) {
       const std::size_t at = done * chunk_, len = std::min(chunk_, bytes - at);
-      std::memcpy(dst + at, src + at, len);
+      copy_bytes(dst + at, src + at, len);
     }
     return done == chunks;
   }

@@ -5,6 +5,7 @@
 
 #include <agx/error.hpp>
 
+#include "core/copy.hpp"
 #include "hier/wait.hpp"
 
 #include <sys/uio.h>
@@ -42,12 +43,12 @@ void copy_runs(const StagedCall& c, const Ranks& ranks) {
       run += bytes;
       continue;
     }
-    if (run > 0) std::memcpy(dst, src, run);
+    if (run > 0) copy_bytes(dst, src, run);
     src = s;
     dst = d;
     run = bytes;
   }
-  if (run > 0) std::memcpy(dst, src, run);
+  if (run > 0) copy_bytes(dst, src, run);
 }
 
 std::string progress_text(std::uint64_t v) {
@@ -128,7 +129,7 @@ void copy_in(HierContext& h, const StagedCall& c) {
   }
   for (std::size_t k = 0; k < chunks; ++k) {
     const std::size_t at = k * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
-    std::memcpy(dst + at, src + at, len);
+    copy_bytes(dst + at, src + at, len);
     slot.progress.store(progress_mark(c.gen, k + 1), std::memory_order_release);
     h.notify();
   }
@@ -164,7 +165,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
     const std::size_t bytes = c.layout->bytes(r);
     std::byte* dst = recv_at(*c.buffers, *c.layout, r);
     if (j == h.topo.local) {
-      if (!c.buffers->in_place && bytes > 0) std::memcpy(dst, c.buffers->send, bytes);
+      if (!c.buffers->in_place && bytes > 0) copy_bytes(dst, c.buffers->send, bytes);
       continue;
     }
     const std::byte* src = c.base + (*c.seg_offset)[static_cast<std::size_t>(r)];
@@ -172,7 +173,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
       const std::size_t at = k2 * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
       wait_progress(h, j, progress_mark(c.gen, k2 + 1), "copy-out inside the node",
                     expected_in_segment(c, r));
-      std::memcpy(dst + at, src + at, len);
+      copy_bytes(dst + at, src + at, len);
     }
     if (bytes == 0)
       wait_progress(h, j, progress_mark(c.gen, 0), "copy-out inside the node",
@@ -218,8 +219,8 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
   std::byte* own_dst = recv_at(buffers, layout, me);
   InlineBlock& mine = h.own_slot().inline_data[parity];
   if (const std::size_t bytes = layout.bytes(me); bytes > 0) {
-    std::memcpy(mine.bytes, buffers.in_place ? own_dst : buffers.send, bytes);
-    if (!buffers.in_place) std::memcpy(own_dst, buffers.send, bytes);
+    copy_bytes(mine.bytes, buffers.in_place ? own_dst : buffers.send, bytes);
+    if (!buffers.in_place) copy_bytes(own_dst, buffers.send, bytes);
   }
   constexpr unsigned bits = InlineBlock::size_bits;
   mine.seq.store(gen << bits | layout.bytes(me), std::memory_order_release);
@@ -243,7 +244,7 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
                                         std::to_string(r) + " holds " + std::to_string(bytes) +
                                         " bytes here, its owner " + h.local_name(j) + " wrote " +
                                         std::to_string(wrote) + " bytes");
-    if (bytes > 0) std::memcpy(recv_at(buffers, layout, r), b.bytes, bytes);
+    if (bytes > 0) copy_bytes(recv_at(buffers, layout, r), b.bytes, bytes);
   }
   h.mark_started(gen - 1);  // every local rank has started this call
   h.finish_done(gen);
@@ -260,7 +261,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
   own.block_bytes[gen & 1].store(layout.bytes(me), std::memory_order_relaxed);
   own.progress.store(progress_mark(gen, 1), std::memory_order_release);
   h.notify();
-  if (!buffers.in_place && layout.bytes(me) > 0) std::memcpy(own_dst, buffers.send, layout.bytes(me));
+  if (!buffers.in_place && layout.bytes(me) > 0) copy_bytes(own_dst, buffers.send, layout.bytes(me));
   for (int k = 1; k < n; ++k) {
     const int j = (t.local + k) % n;
     const int r = members[static_cast<std::size_t>(j)];
