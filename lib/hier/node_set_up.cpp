@@ -28,12 +28,52 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace agx::hier {
+namespace {
+
+/// Advances a segment's maker by one test, counting a step of the claims when its state
+/// moved: the segment once it is made (the maker then goes), null while it is not.
+std::unique_ptr<SharedSegment> advance(std::unique_ptr<SegmentMaker>& maker,
+                                       std::atomic<std::uint64_t>& steps) {
+  const std::uint64_t before = maker->steps();
+  const bool made = maker->test();
+  if (maker->steps() != before) ++steps;
+  if (!made) return nullptr;
+  std::unique_ptr<SharedSegment> segment = maker->take();
+  maker.reset();
+  return segment;
+}
+
+/// AGX_TIMEOUT's watch over a wait on the claims: restarted while their step count
+/// moves, stalled once it stands still for the timeout (never without AGX_TIMEOUT).
+class StepWatch {
+ public:
+  explicit StepWatch(const HierContext& h) : h_(h), seen_(h.claim_steps()) {
+    if (const double limit = timeout_seconds(); limit > 0) clock_.emplace(limit);
+  }
+  bool stalled() {
+    if (!clock_) return false;
+    if (h_.claim_steps() == seen_) return clock_->stalled();
+    seen_ = h_.claim_steps();
+    clock_->restart();
+    return false;
+  }
+  double seconds() const { return clock_->seconds(); }
+
+ private:
+  const HierContext& h_;
+  std::uint64_t seen_;
+  std::optional<StallClock> clock_;
+};
+
+}  // namespace
 
 void HierContext::begin_node_set_up(int tag) {
   std::lock_guard lock(setup_mutex_);
@@ -51,12 +91,9 @@ bool HierContext::advance_set_up() {
   NodeSetUp& s = *setup_;
   const int n = topo.local_size();
   if (s.step == NodeSetUp::Step::header) {
-    const std::uint64_t before = s.header->steps();
-    const bool made = s.header->test();
-    if (s.header->steps() != before) ++claim_steps_;
+    std::unique_ptr<SharedSegment> made = advance(s.header, claim_steps_);
     if (!made) return false;
-    header_ = s.header->take();
-    s.header.reset();
+    header_ = std::move(made);
     slots_ = reinterpret_cast<Slot*>(header_->data());
     new (&slots_[topo.local]) Slot{};  // zero-filled already; only its owner writes it
     own_slot().pid = static_cast<std::int64_t>(getpid());
@@ -113,10 +150,7 @@ std::string HierContext::set_up_waiting_for() const {
 // waited for here; the process's nonblocking calls advance meanwhile (a peer may be
 // inside one of them, its set-up advancing only by its test()).
 void HierContext::finish_set_up_blocking() {
-  const double limit = timeout_seconds();
-  std::optional<StallClock> clock;
-  if (limit > 0) clock.emplace(limit);
-  std::uint64_t seen = claim_steps();
+  StepWatch watch(*this);
   while (true) {
     {
       std::lock_guard lock(setup_mutex_);
@@ -124,13 +158,9 @@ void HierContext::finish_set_up_blocking() {
     }
     if (detail::progress_pending()) detail::progress_all();
     sched_yield();
-    if (!clock) continue;
-    if (claim_steps() != seen) {
-      seen = claim_steps();
-      clock->restart();
-    } else if (clock->stalled()) {
+    if (watch.stalled()) {
       std::lock_guard lock(setup_mutex_);
-      stalled("node set-up", set_up_waiting_for(), clock->seconds());
+      stalled("node set-up", set_up_waiting_for(), watch.seconds());
     }
   }
 }
@@ -179,12 +209,9 @@ bool HierContext::advance_claim(RegionClaim& c) {
           c.grow_to);
       ++claim_steps_;
     }
-    const std::uint64_t before = c.maker->steps();
-    const bool made = c.maker->test();
-    if (c.maker->steps() != before) ++claim_steps_;
+    std::unique_ptr<SharedSegment> made = advance(c.maker, claim_steps_);
     if (!made) return false;
-    data_ = c.maker->take();
-    c.maker.reset();
+    data_ = std::move(made);
     last_use_ = {0, 0};
     ++grows_;
     c.grow_to = 0;
@@ -229,21 +256,13 @@ void HierContext::drain_claims() {
   // (the count, not the lock: this runs in every blocking call that uses the segment)
   const auto empty = [&] { return queued_.load(std::memory_order_acquire) == 0; };
   if (empty()) return;
-  const double limit = timeout_seconds();
-  std::optional<StallClock> clock;
-  if (limit > 0) clock.emplace(limit);
-  std::uint64_t seen = claim_steps();
+  StepWatch watch(*this);
   while (!empty()) {
     detail::progress_all();
     sched_yield();
-    if (!clock) continue;
-    if (claim_steps() != seen) {
-      seen = claim_steps();
-      clock->restart();
-    } else if (clock->stalled()) {
+    if (watch.stalled())
       stalled("reuse of the segment", "the earlier nonblocking calls of this communicator to "
-                                      "take their regions of the segment", clock->seconds());
-    }
+                                      "take their regions of the segment", watch.seconds());
   }
 }
 
