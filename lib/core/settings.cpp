@@ -144,7 +144,7 @@ void read_node(Reader& r, NodeSettings& s) {
     if (text == "auto") s.wait = NodeSettings::Wait::automatic;
     else if (text == "yield") s.wait = NodeSettings::Wait::yield;
     else if (text == "sleep") s.wait = NodeSettings::Wait::sleep;
-    else s.invalid_wait = text, r.invalid("AGX_WAIT", w, "is not auto, yield or sleep");
+    else r.invalid("AGX_WAIT", w, "is not auto, yield or sleep");
   }
   if (const char* d = r.text("AGX_NODE_DETECT")) {
     const std::string text = d;
@@ -165,7 +165,7 @@ void read_node(Reader& r, NodeSettings& s) {
 void read_device(Reader& r, DeviceSettings& s) {
   if (const char* p = r.text("AGX_CUDA_PATH"); p != nullptr && std::string(p) != "auto") {
     if (auto path = parse_device_path(p)) s.forced = *path;
-    else s.invalid_path = p, r.invalid("AGX_CUDA_PATH", p, "is not auto, aware, staging or ipc");
+    else r.invalid("AGX_CUDA_PATH", p, "is not auto, aware, staging or ipc");
   }
   if (auto v = r.count("AGX_CUDA_CHUNK_BYTES", 1, 1ull << 30, "a byte count from 1 to 2^30"))
     s.chunk_bytes = *v;

@@ -105,9 +105,6 @@ struct NodeSettings {
   std::optional<std::size_t> cma_min_bytes;
   /// AGX_WAIT: how a rank waits for its node's flags (wait.hpp).
   enum class Wait { automatic, yield, sleep } wait = Wait::automatic;
-  /// AGX_WAIT's text when it is invalid (also in ProcessSettings::invalid, which
-  /// check_config reports first; hier_context.cpp still checks this copy).
-  std::string invalid_wait;
   /// AGX_NODE_DETECT=mpi (default host).
   bool node_detect_mpi = false;
   /// AGX_VIRTUAL_NODES and AGX_VIRTUAL_NODE_SIZE texts (empty: unset), parsed per
@@ -136,9 +133,6 @@ std::optional<DevicePath> parse_device_path(std::string_view name);
 struct DeviceSettings {
   /// AGX_CUDA_PATH=aware|staging|ipc forces a path (auto when unset or "auto").
   std::optional<DevicePath> forced;
-  /// AGX_CUDA_PATH's text when it names no path (also in ProcessSettings::invalid;
-  /// device_path.cpp still checks this copy, and agrees on it with the other ranks).
-  std::string invalid_path;
   /// AGX_CUDA_CHUNK_BYTES: staging chunk and message size of device calls (1 … 1 GiB).
   std::size_t chunk_bytes = std::size_t{1} << 20;
   /// AGX_CUDA_STAGING_BYTES: most pinned bytes of one staging call's mirror (4 KiB … 1 TiB).

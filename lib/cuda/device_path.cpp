@@ -58,7 +58,8 @@ int delete_state(MPI_Comm, int, void* attr, void*) {
 /// The settings every rank of a call must share, as one exact number.
 long long settings_word(const CudaSettings& s) {
   const long long path = s.forced ? static_cast<long long>(*s.forced) + 1 : 0;
-  return (s.off ? 1 : 0) | (s.invalid_path.empty() ? 0 : 2) | path << 2 |
+  const bool invalid_path = process_settings().invalid_of("AGX_CUDA_PATH") != nullptr;
+  return (s.off ? 1 : 0) | (invalid_path ? 2 : 0) | path << 2 |
          static_cast<long long>(s.chunk_bytes) << 4;
 }
 
@@ -346,10 +347,9 @@ void DeviceCall::settle() {
     settle_host();
     return;
   }
+  if (const InvalidSetting* bad = process_settings().invalid_of("AGX_CUDA_PATH"))
+    throw Error(MPI_ERR_ARG, "agx: " + bad->message());
   const CudaSettings& s = cuda_settings();
-  if (!s.invalid_path.empty())
-    throw Error(MPI_ERR_ARG, "agx: AGX_CUDA_PATH='" + s.invalid_path +
-                                 "' names no path (aware, staging, ipc, auto)");
   CommContext& ctx = ctx_;
   const Layout& layout = layout_;
   if (local_device_) backend::set_device(device_);  // the caller's, on any thread

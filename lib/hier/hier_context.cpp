@@ -33,9 +33,9 @@ int leaders_for(const Topology& t) {
 
 HierContext::HierContext(Topology topology, MPI_Comm c, MPI_Comm shared)
     : topo(std::move(topology)), leaders(leaders_for(topo)), comm(c), shared_(shared) {
-  if (!settings().invalid_wait.empty())
-    throw Error(MPI_ERR_ARG, "agx: AGX_WAIT='" + settings().invalid_wait +
-                                 "' is none of auto, yield, sleep");
+  // Also where no call checked the settings first (agx-info, agx::choose_algorithm).
+  if (const InvalidSetting* bad = process_settings().invalid_of("AGX_WAIT"))
+    throw Error(MPI_ERR_ARG, "agx: " + bad->message());
 }
 
 MPI_Comm HierContext::node_comm() {

@@ -114,9 +114,13 @@ TEST_CASE("one message names every invalid setting of every section; AGX_ALGO is
   CHECK(mentions(algo->reason, "names no algorithm"));
   CHECK(s.core.algo_text == "warp_drive");
   CHECK_FALSE(s.core.forced.has_value());
-  // The copies hier_context.cpp and device_path.cpp check.
-  CHECK(s.node.invalid_wait == "y");
-  CHECK(s.device.invalid_path == "z");
+  // The entries hier_context.cpp and device_path.cpp look up, and the defaults kept.
+  REQUIRE(s.invalid_of("AGX_WAIT") != nullptr);
+  CHECK(s.invalid_of("AGX_WAIT")->text == "y");
+  REQUIRE(s.invalid_of("AGX_CUDA_PATH") != nullptr);
+  CHECK(s.invalid_of("AGX_CUDA_PATH")->text == "z");
+  CHECK(s.node.wait == NodeSettings::Wait::automatic);
+  CHECK_FALSE(s.device.forced.has_value());
 }
 
 TEST_CASE("AGX_ALGO=auto and AGX_HIER_INTER=auto are valid and force nothing") {
