@@ -163,11 +163,15 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
       throw Error(MPI_ERR_COUNT, "agx: the blocks of ranks 0.." + std::to_string(b) +
                                      " add up to more bytes than a buffer can hold");
   }
+  check_buffers(buffers, any_bytes, layout.bytes(ctx.rank()));
+  return ctx;
+}
+
+void check_buffers(const Buffers& buffers, bool any_bytes, std::size_t own_bytes) {
   if (any_bytes && buffers.recv == nullptr)
     throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
-  if (!buffers.in_place && buffers.send == nullptr && layout.bytes(ctx.rank()) > 0)
+  if (!buffers.in_place && buffers.send == nullptr && own_bytes > 0)
     throw Error(MPI_ERR_BUFFER, "agx: send buffer is null");
-  return ctx;
 }
 
 }  // namespace agx

@@ -43,4 +43,8 @@ CommContext& context(MPI_Comm user_comm);
 /// the communicator, null buffers with bytes to move).
 CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout& layout);
 
+/// The buffer half of those checks: no null receive buffer where any block has bytes, no
+/// null send buffer where this rank's block has bytes (out of place).
+void check_buffers(const Buffers& buffers, bool any_bytes, std::size_t own_bytes);
+
 }  // namespace agx

@@ -104,13 +104,7 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   check_config();
   LastCall& last = last_call;
   const bool repeated = last.serves(comm, layout, options, buffers.in_place);
-  if (repeated) {
-    const bool any_bytes = last.block > 0;
-    if (any_bytes && buffers.recv == nullptr)
-      throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
-    if (!buffers.in_place && buffers.send == nullptr && any_bytes)
-      throw Error(MPI_ERR_BUFFER, "agx: send buffer is null");
-  }
+  if (repeated) check_buffers(buffers, last.block > 0, last.block);
   CommContext& ctx = repeated ? *last.ctx : checked_context(comm, buffers, layout);
   // Receive buffers in agx's shared regions on one node (hier/direct_write.hpp).
   if (hier::direct_write_auto(ctx, options, buffers, layout, &cuda::is_device_memory))

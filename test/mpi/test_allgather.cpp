@@ -272,6 +272,24 @@ void run_interleaved(MPI_Comm a, MPI_Comm b) {
   }
 }
 
+// Communicators freed and made again in another rank order, with the same shape each
+// time: a repeated call may reuse the last call's choice (lib/api/entry.cpp), never the
+// state of a freed communicator whose handle the new one may have taken.
+void run_freed_handles() {
+  int n = 0, r = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  for (int round = 0; round < 4; ++round) {
+    MPI_Comm c = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, round % 2 ? n - 1 - r : r, &c);
+    Context ctx{c, round % 2 ? "freed-reversed" : "freed-world", {Algorithm::automatic, 0}, "int",
+                1000, false, "regular"};
+    run_regular<int>(ctx);
+    run_regular<int>(ctx);  // the repeated shape
+    MPI_Comm_free(&c);
+  }
+}
+
 // Sizes whose bytes overflow: MPI_ERR_COUNT with a message that says so, never a
 // wrapped size. The spans claim far more elements than their memory holds, on purpose:
 // the checks must reject the call before anything is touched.
@@ -453,6 +471,7 @@ int main(int argc, char** argv) {
     run_matrix(reversed, "reversed", quick || large_on_world);
     run_matrix(split, world_rank % 2 ? "split-odd" : "split-even", quick || large_on_world);
     run_interleaved(MPI_COMM_WORLD, split);
+    run_freed_handles();
     MPI_Comm_free(&reversed);
     MPI_Comm_free(&split);
   }
