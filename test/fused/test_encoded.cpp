@@ -28,6 +28,8 @@
 
 #include "../mpi/pattern.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -36,7 +38,6 @@
 #include <limits>
 #include <string>
 #include <thread>
-#include <chrono>
 #include <vector>
 
 using namespace agx_test;
