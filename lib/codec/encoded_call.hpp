@@ -43,9 +43,9 @@ void uniform_blocks(MPI_Comm comm, std::size_t count, std::size_t elem_bytes,
                     std::vector<std::size_t>& bytes, std::vector<std::size_t>& offsets);
 
 /// Checks the call (the blocking call's checks, in its order; AGX_CHECK's agreement is
-/// a blocking all-gather), decides plain or encoded and, encoded, encodes the own block.
-/// `decided_locally`, where given, is set to whether the packer was decided without
-/// communication (see packer_known_locally).
+/// a blocking all-gather, and the packer of `automatic` may agree on the compressor's
+/// speed: see packer_known_locally), decides plain or encoded and, encoded, encodes the
+/// own block.
 EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
                          std::span<const std::size_t> block_bytes,
                          std::span<const std::size_t> offsets, std::size_t elem_bytes,
