@@ -121,9 +121,12 @@ EncodedRequest start_encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buff
   if (c.plain)  // nothing to encode: the plain nonblocking call
     return EncodedRequest(start_allgather_bytes(comm, buffers, c.plain_layout(), options), result);
   CommContext& ctx = context(comm);
+  // The options and AGX_ALGO checked as any call's (a radix without its algorithm, an
+  // unreadable AGX_ALGO, an algorithm that cannot serve: MPI_ERR_ARG), in start order.
+  const AlgorithmChoice sized =
+      select_algorithm(ctx, Layout::uniform(c.n, sizeof(std::uint64_t)), options, false);
   std::optional<AlgorithmChoice> forced;
-  if (!is_automatic(options))  // checked as any call's (AGX_ALGO, radix, what it serves)
-    forced = select_algorithm(ctx, Layout::uniform(c.n, sizeof(std::uint64_t)), options, false);
+  if (!is_automatic(options)) forced = sized;
   detail::OperationPtr op(new EncodedOperation(ctx, std::move(c), forced, result));
   detail::progress_register(op.get());
   op->start();

@@ -269,12 +269,13 @@ namespace {
 std::optional<EncodeOptions> compress_options(const PreparedCall& p) {
   const Settings& s = settings();
   check_config();  // an unreadable AGX_COMPRESS(_MIN_BYTES) is MPI_ERR_ARG (core/settings.hpp)
+  if (s.compress == Lossless::off) return std::nullopt;
   const EncodeOptions e{.lossless = s.compress, .min_bytes = s.compress_min_bytes};
   const int n = p.layout.nranks();
   std::size_t largest = 0;
   for (int b = 0; b < n && (b == 0 || !p.layout.is_uniform()); ++b)
     largest = std::max(largest, p.layout.bytes(b));
-  if (s.compress == Lossless::off || n == 0 || largest < e.min_bytes) return std::nullopt;
+  if (n == 0 || largest < e.min_bytes) return std::nullopt;
   return e;
 }
 

@@ -236,6 +236,29 @@ void run_bad_options() {
                                   std::span<float>(af).first(3), agx::EncodeOptions{.sparse = true});
          }) == MPI_ERR_COUNT,
          "receive buffer too small: MPI_ERR_COUNT");
+  // The nonblocking start checks as the blocking call does (same classes).
+  const agx::EncodeOptions sparse{.sparse = true};
+  const agx::Options radix_alone{.radix = 3};
+  const int blocking_radix = error_of([&] {
+    agx::encoded_allgather(MPI_COMM_WORLD, std::span<const int>(mi), std::span<int>(ai), sparse, radix_alone);
+  });
+  const int started_radix = error_of([&] {
+    agx::start_encoded_allgather(MPI_COMM_WORLD, std::span<const int>(mi), std::span<int>(ai), sparse,
+                                 radix_alone).wait();
+  });
+  expect(blocking_radix == MPI_ERR_ARG && started_radix == blocking_radix,
+         "a radix without its algorithm: MPI_ERR_ARG, blocking " + std::to_string(blocking_radix) +
+             ", nonblocking " + std::to_string(started_radix));
+  expect(error_of([&] {
+           agx::start_encoded_allgather(MPI_COMM_WORLD, std::span<const int>(mi), std::span<int>(ai),
+                                        agx::EncodeOptions{.lossy = {agx::Lossy::Mode::accuracy, 1e-3}});
+         }) == MPI_ERR_ARG,
+         "nonblocking: lossy on int elements: MPI_ERR_ARG");
+  expect(error_of([&] {
+           agx::start_encoded_allgather(MPI_COMM_WORLD, std::span<const float>(mf),
+                                        std::span<float>(af).first(3), sparse);
+         }) == MPI_ERR_COUNT,
+         "nonblocking: receive buffer too small: MPI_ERR_COUNT");
   // Non-finite values: ZFP is skipped for that block, which then arrives exactly.
   mf[1] = std::numeric_limits<float>::infinity();
   std::vector<float> want;
