@@ -56,6 +56,9 @@ double local_pack_speed(Packer p);
 /// The speed the rule uses on `comm`: AGX_COMPRESS_BYTES_PER_S if set, else the slowest
 /// rank's local_pack_speed (collective on the first call per communicator and packer).
 double agreed_pack_speed(MPI_Comm comm, Packer p);
+/// Whether agreed_pack_speed(comm, p) answers without communication: set, tuned, or
+/// agreed on `comm` already (local; the same on every rank, as the agreement is collective).
+bool pack_speed_known(MPI_Comm comm, Packer p);
 /// ZFP of a float/double block in the mode of `lossy`; false when not built in, the block
 /// holds non-finite values, or it does not shrink.
 bool zfp_encode(const std::byte* block, const Spec& spec, const Lossy& lossy,

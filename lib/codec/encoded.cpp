@@ -11,12 +11,15 @@
 //
 // Test seam AGX_TEST_CORRUPT_BLOCK=<rank>:<flip|lie|truncate|huge> (docs/environment.md)
 // damages that rank's encoded block after encoding, as a faulty link or encoder would.
+// The steps are encoded_call.hpp's; the nonblocking form runs them from test()
+// (encoded_start.cpp).
 
 #include <agx/bytes.hpp>
 #include <agx/encoded.hpp>
 #include <agx/error.hpp>
 
 #include "codec/codec.hpp"
+#include "codec/encoded_call.hpp"
 #include "api/context.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
@@ -254,24 +257,52 @@ void check_agreement(MPI_Comm comm, std::span<const std::size_t> block_bytes, st
 
 }  // namespace
 
-EncodedResult encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buffers,
-                                       std::span<const std::size_t> block_bytes,
-                                       std::span<const std::size_t> offsets,
-                                       std::size_t elem_bytes, ElementKind kind,
-                                       const EncodeOptions& encode, const Options& options) {
+namespace codec {
+
+void uniform_blocks(MPI_Comm comm, std::size_t count, std::size_t elem_bytes,
+                    std::vector<std::size_t>& bytes, std::vector<std::size_t>& offsets) {
   if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
-  int n = 0, rank = 0;
-  if (MPI_Comm_size(comm, &n) != MPI_SUCCESS || MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+  int n = 0;
+  if (MPI_Comm_size(comm, &n) != MPI_SUCCESS) throw Error(MPI_ERR_COMM, "agx: invalid communicator");
+  if (elem_bytes == 0) throw Error(MPI_ERR_ARG, "agx: element size 0");
+  if (count > std::numeric_limits<std::size_t>::max() / elem_bytes / static_cast<std::size_t>(n) / 2)
+    throw Error(MPI_ERR_COUNT, "agx: " + std::to_string(count) + " elements overflow the byte size");
+  const std::size_t block = count * elem_bytes;
+  bytes.assign(static_cast<std::size_t>(n), block);
+  offsets.clear();
+  for (int i = 0; i < n; ++i) offsets.push_back(block * static_cast<std::size_t>(i));
+}
+
+Layout EncodedCall::plain_layout() const {
+  return uniform ? Layout::uniform(n, block_bytes[0]) : Layout::varying(block_bytes, offsets);
+}
+
+bool packer_known_locally(MPI_Comm comm, const EncodeOptions& e) {
+  if (e.lossless != Lossless::automatic) return true;
+  const Packer p = codec::packer_available(Packer::lz4)    ? Packer::lz4
+                   : codec::packer_available(Packer::zstd) ? Packer::zstd
+                                                           : Packer::none;
+  if (p == Packer::none) return true;
+  const Selector& s = context(comm).selector();
+  const double beta = s.tuning().params.network.beta_s_per_byte;
+  return s.placement().nodes() <= 1 || beta <= 0 || pack_speed_known(comm, p);
+}
+
+EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
+                         std::span<const std::size_t> block_bytes,
+                         std::span<const std::size_t> offsets, std::size_t elem_bytes,
+                         ElementKind kind, const EncodeOptions& encode, const Options& options) {
+  if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
+  EncodedCall c;
+  c.comm = comm;
+  if (MPI_Comm_size(comm, &c.n) != MPI_SUCCESS || MPI_Comm_rank(comm, &c.rank) != MPI_SUCCESS)
     throw Error(MPI_ERR_COMM, "agx: invalid communicator");
   if (elem_bytes == 0) throw Error(MPI_ERR_ARG, "agx: element size 0");
-  const bool in_place = buffers.in_place;
-  const void* send = buffers.send;
-  void* recv = buffers.recv;
-  const auto un = static_cast<std::size_t>(n);
+  const auto un = static_cast<std::size_t>(c.n);
   if (block_bytes.size() != un || offsets.size() != un)
     throw Error(MPI_ERR_ARG, "agx: " + std::to_string(block_bytes.size()) + " block sizes and " +
                                  std::to_string(offsets.size()) + " offsets for " +
-                                 std::to_string(n) + " ranks");
+                                 std::to_string(c.n) + " ranks");
   std::size_t plain = 0, largest = 0;
   for (std::size_t i = 0; i < un; ++i) {
     if (block_bytes[i] % elem_bytes != 0)
@@ -285,41 +316,49 @@ EncodedResult encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buffers,
       throw Error(MPI_ERR_COUNT, "agx: the encoded all-gather's blocks overflow the byte size");
     largest = std::max(largest, block_bytes[i]);
   }
-  if (recv == nullptr && plain > 0) throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
-  if (cuda::is_device_memory(recv) || cuda::is_device_memory(send))
+  if (buffers.recv == nullptr && plain > 0) throw Error(MPI_ERR_BUFFER, "agx: receive buffer is null");
+  if (cuda::is_device_memory(buffers.recv) || cuda::is_device_memory(buffers.send))
     throw Error(MPI_ERR_BUFFER, "agx: the encoded all-gather takes host buffers, not device memory");
   check_encode_options(encode, kind);
   if (config().check) check_agreement(comm, block_bytes, elem_bytes, kind, encode, options);
   const Packer call = call_packer(comm, encode);
-  auto* out = static_cast<std::byte*>(recv);
-  const auto me = static_cast<std::size_t>(rank);
-  EncodedResult r;
-  r.plain_bytes = plain;
+  c.buffers = buffers;
+  c.block_bytes.assign(block_bytes.begin(), block_bytes.end());
+  c.offsets.assign(offsets.begin(), offsets.end());
+  c.elem_bytes = elem_bytes;
+  c.kind = kind;
+  c.result.plain_bytes = plain;
   // The plain call when no block can be encoded (the same on every rank: the sizes are
   // known everywhere).
   if (!encode.sparse && encode.lossy.mode == Lossy::Mode::off &&
       (call == Packer::none || largest < encode.min_bytes)) {
-    bool uniform = true;  // a regular call stays one (the selection tells them apart)
+    c.plain = true;
+    c.uniform = true;  // a regular call stays one (the selection tells them apart)
     for (std::size_t u = 0; u < un; ++u)
-      uniform = uniform && block_bytes[u] == block_bytes[0] && offsets[u] == block_bytes[0] * u;
-    const Layout l = uniform ? Layout::uniform(n, block_bytes[0]) : Layout::varying(block_bytes, offsets);
-    r.algorithm = allgather_bytes(comm, {send, recv, in_place}, l, options);
-    r.wire_bytes = r.plain_bytes;
-    return r;
+      c.uniform = c.uniform && block_bytes[u] == block_bytes[0] && offsets[u] == block_bytes[0] * u;
+    c.result.wire_bytes = plain;
+    return c;
   }
-  r.encoded = true;
+  c.result.encoded = true;
+  const auto me = static_cast<std::size_t>(c.rank);
   const Spec own{block_bytes[me] / elem_bytes, elem_bytes, kind};
-  const std::byte* mine = in_place ? out + offsets[me] : static_cast<const std::byte*>(send);
+  const std::byte* mine = buffers.in_place ? static_cast<const std::byte*>(buffers.recv) + offsets[me]
+                                           : static_cast<const std::byte*>(buffers.send);
   const Packer packer = own.bytes() >= encode.min_bytes ? call : Packer::none;
-  std::vector<std::byte> enc = encode_block(mine, own, encode, packer);
-  std::uint64_t announced = enc.size();
-  apply_seam(rank, enc, announced);
-  std::vector<std::uint64_t> sizes(un);
-  allgather_bytes(comm, {&announced, sizes.data(), false}, Layout::uniform(n, 8), options);
-  std::vector<std::size_t> bytes(un), at(un);
+  c.own = encode_block(mine, own, encode, packer);
+  c.announced = c.own.size();
+  apply_seam(c.rank, c.own, c.announced);
+  return c;
+}
+
+std::size_t encoded_layout(const EncodedCall& c, std::span<const std::uint64_t> sizes,
+                           std::vector<std::size_t>& bytes, std::vector<std::size_t>& at) {
+  const auto un = static_cast<std::size_t>(c.n);
+  bytes.assign(un, 0);
+  at.assign(un, 0);
   std::size_t total = 0;
   for (std::size_t u = 0; u < un; ++u) {
-    const Spec spec{block_bytes[u] / elem_bytes, elem_bytes, kind};
+    const Spec spec{c.block_bytes[u] / c.elem_bytes, c.elem_bytes, c.kind};
     const std::size_t limit = header_bytes + spec.max_payload();
     if (sizes[u] < header_bytes || sizes[u] > limit)
       corrupt(static_cast<int>(u), "its announced size of " + std::to_string(sizes[u]) +
@@ -329,15 +368,41 @@ EncodedResult encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buffers,
     at[u] = total;
     total += bytes[u];
   }
-  r.wire_bytes = total;
-  std::vector<std::byte> arena(total);
-  // The own block travels with what it announced (a truncating seam sends less).
-  r.algorithm = allgather_bytes(comm, {enc.data(), arena.data(), false}, Layout::varying(bytes, at),
-                                options);
-  for (std::size_t u = 0; u < un; ++u) {
-    const Spec spec{block_bytes[u] / elem_bytes, elem_bytes, kind};
-    decode(static_cast<int>(u), arena.data() + at[u], bytes[u], spec, out + offsets[u]);
+  return total;
+}
+
+void decode_all(const EncodedCall& c, const std::byte* arena, std::span<const std::size_t> bytes,
+                std::span<const std::size_t> at) {
+  auto* out = static_cast<std::byte*>(c.buffers.recv);
+  for (std::size_t u = 0; u < static_cast<std::size_t>(c.n); ++u) {
+    const Spec spec{c.block_bytes[u] / c.elem_bytes, c.elem_bytes, c.kind};
+    decode(static_cast<int>(u), arena + at[u], bytes[u], spec, out + c.offsets[u]);
   }
+}
+
+}  // namespace codec
+
+EncodedResult encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buffers,
+                                       std::span<const std::size_t> block_bytes,
+                                       std::span<const std::size_t> offsets,
+                                       std::size_t elem_bytes, ElementKind kind,
+                                       const EncodeOptions& encode, const Options& options) {
+  const codec::EncodedCall c =
+      codec::prepare_call(comm, buffers, block_bytes, offsets, elem_bytes, kind, encode, options);
+  EncodedResult r = c.result;
+  if (c.plain) {
+    r.algorithm = allgather_bytes(comm, buffers, c.plain_layout(), options);
+    return r;
+  }
+  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(c.n));
+  allgather_bytes(comm, {&c.announced, sizes.data(), false}, Layout::uniform(c.n, 8), options);
+  std::vector<std::size_t> bytes, at;
+  r.wire_bytes = codec::encoded_layout(c, sizes, bytes, at);
+  std::vector<std::byte> arena(r.wire_bytes);
+  // The own block travels with what it announced (a truncating seam sends less).
+  r.algorithm = allgather_bytes(comm, {c.own.data(), arena.data(), false},
+                                Layout::varying(bytes, at), options);
+  codec::decode_all(c, arena.data(), bytes, at);
   return r;
 }
 
@@ -345,15 +410,8 @@ EncodedResult encoded_allgather_bytes(MPI_Comm comm, const void* send, void* rec
                                       std::size_t count, std::size_t elem_bytes,
                                       ElementKind kind, const EncodeOptions& encode,
                                       const Options& options) {
-  if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
-  int n = 0;
-  if (MPI_Comm_size(comm, &n) != MPI_SUCCESS) throw Error(MPI_ERR_COMM, "agx: invalid communicator");
-  if (elem_bytes == 0) throw Error(MPI_ERR_ARG, "agx: element size 0");
-  if (count > std::numeric_limits<std::size_t>::max() / elem_bytes / static_cast<std::size_t>(n) / 2)
-    throw Error(MPI_ERR_COUNT, "agx: " + std::to_string(count) + " elements overflow the byte size");
-  const std::size_t block = count * elem_bytes;
-  std::vector<std::size_t> bytes(static_cast<std::size_t>(n), block), offsets;
-  for (int i = 0; i < n; ++i) offsets.push_back(block * static_cast<std::size_t>(i));
+  std::vector<std::size_t> bytes, offsets;
+  codec::uniform_blocks(comm, count, elem_bytes, bytes, offsets);
   return encoded_allgatherv_bytes(comm, {send, recv, send == nullptr}, bytes, offsets, elem_bytes,
                                   kind, encode, options);
 }

@@ -116,6 +116,18 @@ double agreed_pack_speed(MPI_Comm comm, Packer p) {
   return slowest;
 }
 
+bool pack_speed_known(MPI_Comm comm, Packer p) {
+  check_config();
+  if (config().compress_bytes_per_s || !packer_available(p) || p == Packer::none) return true;
+  const Tuning& tuning = context(comm).selector().tuning();
+  if ((p == Packer::lz4 ? tuning.compress_lz4_bytes_per_s : tuning.compress_zstd_bytes_per_s) > 0)
+    return true;
+  void* attr = nullptr;
+  int found = 0;
+  check_mpi(MPI_Comm_get_attr(comm, speed_keyval(), &attr, &found), "MPI_Comm_get_attr");
+  return found && (*static_cast<std::array<double, 3>*>(attr))[static_cast<std::size_t>(p)] > 0;
+}
+
 }  // namespace agx::codec
 
 namespace agx {

@@ -410,6 +410,12 @@ std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, 
   return call.ran();
 }
 
+bool host_only(CommContext& ctx) {
+  if (!built_with_cuda()) return true;
+  const CommState& state = state_of(ctx);
+  return !state.device_calls && !state.settings_differ;
+}
+
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                    const Layout& layout) {
   return run_device(ctx, a, buffers, layout).has_value();

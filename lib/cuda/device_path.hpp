@@ -92,6 +92,13 @@ bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& bu
 std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                                     const Layout& layout);
 
+/// Whether every call on ctx's communicator takes the host path without an agreement:
+/// no CUDA built, or no rank sees a GPU (AGX_CUDA=off counts as none). The same on every
+/// rank; agreed once per communicator at its first call (collective then, as any first
+/// call's), local afterwards. The interposer's compressed nonblocking starts ask it
+/// (pmpi/call.cpp, start_compressed), which must not wait for the other ranks.
+bool host_only(CommContext& ctx);
+
 /// The path of this process's last device call (for tools and tests).
 std::optional<Path> last_path();
 /// The path and algorithm of this process's last device call (for tools and tests).

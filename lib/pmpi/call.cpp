@@ -15,10 +15,12 @@
 #include <agx/error.hpp>
 
 #include "api/context.hpp"
+#include "codec/encoded_call.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/mpi_check.hpp"
 #include "core/select.hpp"
+#include "cuda/device_path.hpp"
 #include "cuda/memory.hpp"
 #include "hier/direct_write.hpp"
 #include "pmpi/datatype.hpp"
@@ -30,6 +32,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -260,22 +263,32 @@ Options pick_nonblocking_options(const PreparedCall& p) {
 
 namespace {
 
-/// AGX_COMPRESS (docs/fused.md): a blocking MPI_Allgather or MPI_Allgatherv of host
-/// blocks, the largest of at least the encoded all-gather's min_bytes, runs as a lossless
-/// encoded all-gather, which compresses each block of at least min_bytes where its rule
-/// says (auto) or always (lz4, zstd). The data arrive exactly, into the receive regions
-/// only. Every rank takes the same way: the settings and the counts agree (MPI requires
-/// the same recvcounts on every rank), and one allreduce agrees on memory kinds.
-bool gather_compressed(const GatherCall& c, const PreparedCall& p, const AlgorithmChoice& a,
-                       Algorithm& ran) {
+/// AGX_COMPRESS's encode options when the call qualifies (compression on, a block of at
+/// least AGX_COMPRESS_MIN_BYTES); nullopt otherwise. The same on every rank: the settings
+/// and the counts agree (MPI requires the same recvcounts on every rank).
+std::optional<EncodeOptions> compress_options(const PreparedCall& p) {
   const Settings& s = settings();
   check_config();  // an unreadable AGX_COMPRESS(_MIN_BYTES) is MPI_ERR_ARG (core/settings.hpp)
+  if (s.compress == Lossless::off) return std::nullopt;
   const EncodeOptions e{.lossless = s.compress, .min_bytes = s.compress_min_bytes};
   const int n = p.layout.nranks();
   std::size_t largest = 0;
   for (int b = 0; b < n && (b == 0 || !p.layout.is_uniform()); ++b)
     largest = std::max(largest, p.layout.bytes(b));
-  if (s.compress == Lossless::off || n == 0 || largest < e.min_bytes) return false;
+  if (n == 0 || largest < e.min_bytes) return std::nullopt;
+  return e;
+}
+
+/// AGX_COMPRESS (docs/fused.md): a blocking MPI_Allgather or MPI_Allgatherv of host
+/// blocks, the largest of at least the encoded all-gather's min_bytes, runs as a lossless
+/// encoded all-gather, which compresses each block of at least min_bytes where its rule
+/// says (auto) or always (lz4, zstd). The data arrive exactly, into the receive regions
+/// only. Every rank takes the same way: compress_options agrees, and one allreduce
+/// agrees on memory kinds.
+bool gather_compressed(const GatherCall& c, const PreparedCall& p, const AlgorithmChoice& a,
+                       Algorithm& ran) {
+  const std::optional<EncodeOptions> e = compress_options(p);
+  if (!e) return false;
   int device = cuda::is_device_memory(p.buffers.recv) ||
                (!p.buffers.in_place && cuda::is_device_memory(p.buffers.send));
   check_mpi(PMPI_Allreduce(MPI_IN_PLACE, &device, 1, MPI_INT, MPI_MAX, c.comm), "MPI_Allreduce");
@@ -283,12 +296,12 @@ bool gather_compressed(const GatherCall& c, const PreparedCall& p, const Algorit
   const Options options{a.id, true, a.radix};
   if (p.layout.is_uniform()) {
     ran = encoded_allgather_bytes(c.comm, p.buffers.in_place ? nullptr : p.buffers.send,
-                                  p.buffers.recv, p.layout.bytes(0), 1, ElementKind::bytes, e,
+                                  p.buffers.recv, p.layout.bytes(0), 1, ElementKind::bytes, *e,
                                   options)
               .algorithm;
   } else {
     ran = encoded_allgatherv_bytes(c.comm, p.buffers, p.b.bytes, p.offsets, 1, ElementKind::bytes,
-                                   e, options)
+                                   *e, options)
               .algorithm;
   }
   record_encoded();
@@ -336,6 +349,25 @@ bool mpi_running() {
 }
 
 }  // namespace
+
+std::optional<EncodedRequest> start_compressed(const PreparedCall& p, const Options& options) {
+  const std::optional<EncodeOptions> e = compress_options(p);
+  if (!e) return std::nullopt;
+  // Nothing here may wait for the other ranks (ready_for_nonblocking): the memory kinds
+  // must be known to be host on every rank without the blocking call's allreduce, and
+  // the compression rule must be decided without agreeing on the compressor's speed.
+  CommContext& ctx = context(p.c.comm);
+  if (!cuda::host_only(ctx) || !codec::packer_known_locally(p.c.comm, *e)) return std::nullopt;
+  EncodedRequest r =
+      p.layout.is_uniform()
+          ? start_encoded_allgather_bytes(p.c.comm, p.buffers.in_place ? nullptr : p.buffers.send,
+                                          p.buffers.recv, p.layout.bytes(0), 1,
+                                          ElementKind::bytes, *e, options)
+          : start_encoded_allgatherv_bytes(p.c.comm, p.buffers, p.b.bytes, p.offsets, 1,
+                                           ElementKind::bytes, *e, options);
+  record_encoded();
+  return r;
+}
 
 InsideAgx::InsideAgx() : was_inside_(inside) { inside = true; }
 InsideAgx::~InsideAgx() { inside = was_inside_; }

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <agx/bytes.hpp>
+#include <agx/encoded.hpp>
 #include <agx/options.hpp>
 
 #include "pmpi/datatype.hpp"
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace agx::pmpi {
@@ -106,6 +108,15 @@ AlgorithmChoice pick_algorithm(const PreparedCall& p);
 /// The options of a nonblocking or persistent start: a usable AGX_ALGO, else
 /// automatic (libagx then picks a point-to-point schedule that runs in pieces).
 Options pick_nonblocking_options(const PreparedCall& p);
+
+/// AGX_COMPRESS for MPI_Iallgather(v) (docs/interposer.md): starts the call as a
+/// nonblocking lossless encoded all-gather where a blocking call would run encoded (host
+/// blocks, the largest of at least AGX_COMPRESS_MIN_BYTES) and the start needs no
+/// agreement with the other ranks: no rank of the communicator sees a GPU (cuda::host_only)
+/// and the rule's packer is known (codec::packer_known_locally). nullopt otherwise (the
+/// plain nonblocking call). The same decision on every rank; counted by
+/// agx_pmpi_encoded_calls.
+std::optional<EncodedRequest> start_compressed(const PreparedCall& p, const Options& options);
 
 /// Marks the calling thread as inside agx for its lifetime: MPI calls agx makes
 /// itself (MPI_Allgather in topology discovery, MPI_Waitall in the executor) then go

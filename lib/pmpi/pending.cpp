@@ -6,6 +6,7 @@
 
 #include "pmpi/pending.hpp"
 
+#include <agx/encoded.hpp>
 #include <agx/error.hpp>
 #include <agx/request.hpp>
 
@@ -20,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,8 @@ struct Pending {
   std::unique_ptr<PreparedCall> call;
   bool persistent = false;
   Request request;  ///< nonblocking
+  EncodedRequest encoded;  ///< nonblocking under AGX_COMPRESS (call.hpp, start_compressed)
+  bool is_encoded = false;
   Plan plan;        ///< persistent
   MPI_Request handle = MPI_REQUEST_NULL;  ///< what the user holds
   int tag = 0;                            ///< persistent: of the self message
@@ -90,8 +94,10 @@ void set_running(Pending& p, bool on) {
 void complete(Pending& p) {
   if (p.error == MPI_SUCCESS) {
     p.call->stage_out();
-    record_call(p.persistent ? p.plan.algorithm() : p.request.algorithm(), p.call->b.total_bytes,
-                PMPI_Wtime() - p.started);
+    record_call(p.persistent   ? p.plan.algorithm()
+                : p.is_encoded ? p.encoded.result().algorithm
+                               : p.request.algorithm(),
+                p.call->b.total_bytes, PMPI_Wtime() - p.started);
   }
   set_running(p, false);
   if (p.error != MPI_SUCCESS) {
@@ -117,7 +123,7 @@ void complete(Pending& p) {
 void advance(Pending& p) {
   bool done = false;
   try {
-    done = p.persistent ? p.plan.test() : p.request.test();
+    done = p.persistent ? p.plan.test() : p.is_encoded ? p.encoded.test() : p.request.test();
   } catch (const Error& e) {
     p.error = raise_error(p.call->c.comm, e.error_class(),
                           std::string(p.call->c.function) + ": " + e.what());
@@ -162,9 +168,14 @@ int start_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
     p->call = std::make_unique<PreparedCall>(c);
     const PreparedCall& call = *p->call;
     call.stage_in();
-    p->request = start_allgather_bytes(c.comm, call.buffers, call.layout,
-                                       pick_nonblocking_options(call));
-    announce(c.comm, c.function, p->request.algorithm(), call.b.total_bytes);
+    const Options options = pick_nonblocking_options(call);
+    if (std::optional<EncodedRequest> e = start_compressed(call, options)) {
+      p->encoded = std::move(*e);
+      p->is_encoded = true;  // its algorithm is chosen once the encoded sizes are in
+    } else {
+      p->request = start_allgather_bytes(c.comm, call.buffers, call.layout, options);
+      announce(c.comm, c.function, p->request.algorithm(), call.b.total_bytes);
+    }
     check_mpi(PMPI_Grequest_start(query_state, free_state, cancel_state, p.get(), &p->handle),
               "MPI_Grequest_start");
     *request = p->handle;

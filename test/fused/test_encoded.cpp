@@ -15,14 +15,21 @@
 //     compares with the link (--auto-compress yes|no: what a tuning file's link should
 //     make `automatic` do on two virtual nodes; --tuned-speed V: the tuning file's
 //     compressor speed V replaces the measurement).
+//   the nonblocking form (start_encoded_allgather*): bit-identical to MPI_Allgather(v) and
+//     encoded as the blocking call (same wire bytes), in place and out of place, zero-size
+//     blocks, two calls outstanding at once completed in opposite orders on even and odd
+//     ranks, and a blocking call between a start and its wait on ranks that start late;
 // --expect-corrupt R (with AGX_TEST_CORRUPT_BLOCK=R:kind): every rank's call fails with
-// an agx::Error naming block R and its origin, and no byte past the receive buffer moves.
+// an agx::Error naming block R and its origin, and no byte past the receive buffer moves;
+// the nonblocking call's wait() fails with the same class and message.
 
 #include <agx/agx.hpp>
 #include <agx/encoded.hpp>
 
 #include "../mpi/pattern.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +37,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace agx_test;
@@ -228,6 +236,29 @@ void run_bad_options() {
                                   std::span<float>(af).first(3), agx::EncodeOptions{.sparse = true});
          }) == MPI_ERR_COUNT,
          "receive buffer too small: MPI_ERR_COUNT");
+  // The nonblocking start checks as the blocking call does (same classes).
+  const agx::EncodeOptions sparse{.sparse = true};
+  const agx::Options radix_alone{.radix = 3};
+  const int blocking_radix = error_of([&] {
+    agx::encoded_allgather(MPI_COMM_WORLD, std::span<const int>(mi), std::span<int>(ai), sparse, radix_alone);
+  });
+  const int started_radix = error_of([&] {
+    agx::start_encoded_allgather(MPI_COMM_WORLD, std::span<const int>(mi), std::span<int>(ai), sparse,
+                                 radix_alone).wait();
+  });
+  expect(blocking_radix == MPI_ERR_ARG && started_radix == blocking_radix,
+         "a radix without its algorithm: MPI_ERR_ARG, blocking " + std::to_string(blocking_radix) +
+             ", nonblocking " + std::to_string(started_radix));
+  expect(error_of([&] {
+           agx::start_encoded_allgather(MPI_COMM_WORLD, std::span<const int>(mi), std::span<int>(ai),
+                                        agx::EncodeOptions{.lossy = {agx::Lossy::Mode::accuracy, 1e-3}});
+         }) == MPI_ERR_ARG,
+         "nonblocking: lossy on int elements: MPI_ERR_ARG");
+  expect(error_of([&] {
+           agx::start_encoded_allgather(MPI_COMM_WORLD, std::span<const float>(mf),
+                                        std::span<float>(af).first(3), sparse);
+         }) == MPI_ERR_COUNT,
+         "nonblocking: receive buffer too small: MPI_ERR_COUNT");
   // Non-finite values: ZFP is skipped for that block, which then arrives exactly.
   mf[1] = std::numeric_limits<float>::infinity();
   std::vector<float> want;
@@ -335,6 +366,119 @@ void run_v(const char* type) {
              std::to_string(plain) + "), got " + std::to_string(small));
 }
 
+/// The nonblocking form against MPI_Allgather(v) and the blocking encoded call.
+template <class T>
+void run_nonblocking(const char* type) {
+  const auto un = static_cast<std::size_t>(nranks);
+  const auto me = static_cast<std::size_t>(rank);
+  // A: uniform, out of place, sparse; B: the v layout of run_v, in place, LZ4 where built
+  // (else sparse); Z: zero-size blocks. A and B outstanding together.
+  const std::size_t count = 4099;
+  const std::vector<T> a_mine = sparse_block<T>(rank, count, 0.02);
+  std::vector<T> a_want, a_got(count * un);
+  reference(a_mine, a_want);
+  const agx::EncodedResult a_blocking = agx::sparse_allgather(
+      MPI_COMM_WORLD, std::span<const T>(a_mine), std::span<T>(a_got));
+  std::vector<int> counts, displs(un);
+  for (int i = 0; i < nranks; ++i) counts.push_back(i == 1 ? 0 : 1500 * (i + 1));
+  int at = 0;
+  for (int i = nranks - 1; i >= 0; --i) {
+    at += 3;
+    displs[static_cast<std::size_t>(i)] = at;
+    at += counts[static_cast<std::size_t>(i)];
+  }
+  const std::size_t total = static_cast<std::size_t>(at) + 2;
+  std::vector<T> b_mine(static_cast<std::size_t>(counts[me]));
+  for (std::size_t i = 0; i < b_mine.size(); ++i)  // low entropy: LZ4 shrinks it
+    std::memset(&b_mine[i], static_cast<int>(i / 97 % 5 + me), sizeof(T));
+  std::vector<T> b_want(total);
+  std::memset(b_want.data(), 0x5a, total * sizeof(T));
+  {
+    std::vector<int> bc, bd;
+    for (std::size_t i = 0; i < un; ++i) {
+      bc.push_back(counts[i] * static_cast<int>(sizeof(T)));
+      bd.push_back(displs[i] * static_cast<int>(sizeof(T)));
+    }
+    MPI_Allgatherv(b_mine.data(), bc[me], MPI_BYTE, b_want.data(), bc.data(), bd.data(), MPI_BYTE,
+                   MPI_COMM_WORLD);
+  }
+  const agx::EncodeOptions b_enc = agx::lossless_available(agx::Lossless::lz4)
+                                       ? agx::EncodeOptions{.lossless = agx::Lossless::lz4, .min_bytes = 1024}
+                                       : agx::EncodeOptions{.sparse = true};
+  for (int order = 0; order < 2; ++order) {
+    const std::string what = std::string("nonblocking ") + type + (order ? " B first" : " A first");
+    std::fill(a_got.begin(), a_got.end(), T{});
+    std::vector<T> b_got(total);
+    std::memset(b_got.data(), 0x5a, total * sizeof(T));
+    std::memcpy(b_got.data() + displs[me], b_mine.data(), b_mine.size() * sizeof(T));
+    try {
+      agx::EncodedRequest a = agx::start_encoded_allgather(
+          MPI_COMM_WORLD, std::span<const T>(a_mine), std::span<T>(a_got), agx::EncodeOptions{.sparse = true});
+      agx::EncodedRequest b = agx::start_encoded_allgatherv_in_place(
+          MPI_COMM_WORLD, std::span<T>(b_got), counts, displs, b_enc);
+      // Opposite orders on even and odd ranks (and swapped on the second pass).
+      if ((rank + order) % 2 == 0) {
+        a.wait();
+        while (!b.test()) {}
+      } else {
+        while (!b.test()) {}
+        a.wait();
+      }
+      expect(!a.active() && !b.active(), what + ": complete");
+      expect(std::memcmp(a_want.data(), a_got.data(), a_want.size() * sizeof(T)) == 0,
+             what + ": A differs from MPI_Allgather");
+      expect(std::memcmp(b_want.data(), b_got.data(), total * sizeof(T)) == 0,
+             what + ": B (in place, v) differs from MPI_Allgatherv (gaps included)");
+      const agx::EncodedResult ra = a.result(), rb = b.result();
+      expect(ra.encoded && ra.wire_bytes == a_blocking.wire_bytes && ra.plain_bytes == a_blocking.plain_bytes,
+             what + ": A encoded as the blocking call (" + std::to_string(ra.wire_bytes) + " vs " +
+                 std::to_string(a_blocking.wire_bytes) + " bytes)");
+      expect(rb.encoded && (nranks == 1 || rb.wire_bytes < rb.plain_bytes),
+             what + ": B encoded, fewer bytes on the wire (" + std::to_string(rb.wire_bytes) +
+                 " of " + std::to_string(rb.plain_bytes) + ")");
+    } catch (const agx::Error& e) {
+      expect(false, what + ": " + e.what());
+    }
+  }
+  // Zero-size blocks (sparse: every block is its header) and a plain call (nothing to encode).
+  try {
+    std::vector<T> none, all_none;
+    agx::EncodedRequest z = agx::start_encoded_allgather(
+        MPI_COMM_WORLD, std::span<const T>(none), std::span<T>(all_none), agx::EncodeOptions{.sparse = true});
+    z.wait();
+    expect(z.result().encoded && z.result().plain_bytes == 0 && z.result().wire_bytes == 24 * un,
+           std::string("nonblocking ") + type + " zero-size blocks: headers only, got " +
+               std::to_string(z.result().wire_bytes));
+    std::fill(a_got.begin(), a_got.end(), T{});
+    std::copy(a_mine.begin(), a_mine.end(), a_got.begin() + static_cast<std::ptrdiff_t>(count * me));
+    agx::EncodedRequest p = agx::start_encoded_allgather_in_place(MPI_COMM_WORLD, std::span<T>(a_got),
+                                                                  agx::EncodeOptions{});
+    p.wait();
+    expect(!p.result().encoded && std::memcmp(a_want.data(), a_got.data(), a_want.size() * sizeof(T)) == 0,
+           std::string("nonblocking ") + type + " plain in place: not encoded, exact");
+  } catch (const agx::Error& e) {
+    expect(false, std::string("nonblocking ") + type + " zero/plain: " + e.what());
+  }
+  // A blocking call between a start and its wait, odd ranks starting late: the second
+  // phase's tag was taken at start, not when the sizes happened to arrive on this rank.
+  try {
+    if (rank % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::fill(a_got.begin(), a_got.end(), T{});
+    agx::EncodedRequest a = agx::start_encoded_allgather(
+        MPI_COMM_WORLD, std::span<const T>(a_mine), std::span<T>(a_got), agx::EncodeOptions{.sparse = true});
+    std::vector<int> mid(3, rank), mid_all(3 * un);
+    agx::Allgather<int>(MPI_COMM_WORLD)(std::span<const int>(mid), std::span<int>(mid_all));
+    a.wait();
+    bool mid_ok = true;
+    for (std::size_t i = 0; i < mid_all.size(); ++i) mid_ok = mid_ok && mid_all[i] == static_cast<int>(i / 3);
+    expect(mid_ok, std::string("nonblocking ") + type + ": the blocking call in between is exact");
+    expect(std::memcmp(a_want.data(), a_got.data(), a_want.size() * sizeof(T)) == 0,
+           std::string("nonblocking ") + type + ": a call with a blocking one in between is exact");
+  } catch (const agx::Error& e) {
+    expect(false, std::string("nonblocking ") + type + " with a blocking call between: " + e.what());
+  }
+}
+
 /// The compressor speed of the automatic rule: measured (not a constant), agreed by
 /// every rank, quick.
 void run_speed() {
@@ -378,6 +522,21 @@ int run_corrupt(int victim) {
   long where = 0;
   expect(recv.guards_intact(where), "nothing past the receive buffer changed");
   if (rank == 0) std::printf("corrupt block error: %s\n", msg.c_str());
+  // The nonblocking call: wait() raises what the blocking call raised.
+  std::string nb_msg;
+  int nb_code = MPI_SUCCESS;
+  try {
+    agx::EncodedRequest r = agx::start_encoded_allgather(
+        MPI_COMM_WORLD, std::span<const float>(mine),
+        std::span<float>(reinterpret_cast<float*>(recv.data()), bytes / 4), agx::EncodeOptions{.sparse = true});
+    r.wait();
+  } catch (const agx::Error& e) {
+    nb_code = e.error_class();
+    nb_msg = e.what();
+  }
+  expect(nb_code == code && nb_msg == msg, "the nonblocking call fails as the blocking one: '" +
+                                               nb_msg + "' (class " + std::to_string(nb_code) + ")");
+  expect(recv.guards_intact(where), "nonblocking: nothing past the receive buffer changed");
   return 0;
 }
 
@@ -401,6 +560,8 @@ int main(int argc, char** argv) {
     run_speed();
     run_v<float>("float");
     run_v<Vec3>("vec3");
+    run_nonblocking<float>("float");
+    run_nonblocking<Vec3>("vec3");
     for (const auto& [o, name] : {std::pair{agx::Options{}, "auto"},
                                   std::pair{agx::Options{.algorithm = agx::Algorithm::ring}, "ring"},
                                   std::pair{agx::Options{.algorithm = agx::Algorithm::bruck}, "bruck"}}) {
