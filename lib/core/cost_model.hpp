@@ -32,6 +32,8 @@
 #include "core/planner.hpp"
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +71,26 @@ struct CostParams {
   double group_alpha_s = 0;
 };
 
+/// One link of a routed network (Routes).
+struct RouteLink {
+  double s_per_byte = 0;
+  double latency_s = 0;
+  bool fatpipe = false;  ///< every message gets the full rate (no sharing)
+};
+
+/// A platform's links and the path between two nodes over them (see the comment above).
+struct Routes {
+  std::vector<RouteLink> links;
+  /// Appends the links from node `from` to node `to` (from == to: a message inside the
+  /// node; no links appended: that pair is priced by its level's α/β).
+  std::function<void(int from, int to, std::vector<int>& links)> path;
+  double per_message_s = 0;  ///< fixed cost of each message (the sender's overhead)
+};
+
+/// Routes are used up to this many ranks (the link loads need every rank's schedule);
+/// beyond, the level model with its sampled ranks.
+constexpr int kRoutedRanks = 1024;
+
 /// Which node each rank is on; messages between nodes cross the network.
 class Placement {
  public:
@@ -76,6 +98,10 @@ class Placement {
   explicit Placement(std::vector<int> node_of) : node_of_(std::move(node_of)) {}
   /// The same placement with nodes in groups: group_of_node[j] is node j's group.
   Placement with_groups(std::vector<int> group_of_node) const;
+  /// The same placement with the network's routes (a simulator's platform).
+  Placement with_routes(std::shared_ptr<const Routes> routes) const;
+  /// The routes, when given and usable at this rank count; else null.
+  const Routes* routes() const { return routes_ && nranks() <= kRoutedRanks ? routes_.get() : nullptr; }
   int nranks() const { return static_cast<int>(node_of_.size()); }
   int node_of(int rank) const { return node_of_[static_cast<std::size_t>(rank)]; }
   Level level(int a, int b) const { return node_of(a) == node_of(b) ? Level::node : Level::network; }
@@ -89,6 +115,7 @@ class Placement {
  private:
   std::vector<int> node_of_;
   std::vector<int> group_of_node_;  // empty: no groups
+  std::shared_ptr<const Routes> routes_;
 };
 
 /// Predicted seconds of `planner` for this call. Exact over all ranks up to 256 ranks;
