@@ -26,6 +26,18 @@
 // libagx does not detect them, the simulator passes its platform's. With groups and
 // CostParams::group_alpha_s, a network message inside a group has that α instead of the
 // network's (the longest path's), and a rank's network round the largest α of its messages.
+//
+// Routes (optional, Placement::with_routes): the links of a platform and the path between
+// any two nodes, as a simulator knows them (libagx does not know its own). Then, up to
+// kRoutedRanks ranks (the link loads need every rank's schedule), every message between
+// two ranks is priced on its own path:
+//          message = per_message_s + Σ latency of its links
+//                    + max over its links of β_link · (the link's bytes this round)
+//          level   = the slowest of the rank's messages on it + o_l · (msgs_l - 1) (+ ρ_l)
+// A link's bytes are those of every message of the round that crosses it (a fat pipe's:
+// the largest one: each message gets the full rate). This replaces, where a route exists,
+// α_l, β_l, the NIC sharing, the group term and group α: two messages that meet on a
+// router link share it, a message to a near node pays fewer hops. Rounds stay barriers.
 
 #include <agx/bytes.hpp>
 
