@@ -15,6 +15,12 @@ int Placement::nodes() const {
   return static_cast<int>(std::set<int>(node_of_.begin(), node_of_.end()).size());
 }
 
+Placement Placement::with_routes(std::shared_ptr<const Routes> routes) const {
+  Placement p = *this;
+  p.routes_ = std::move(routes);
+  return p;
+}
+
 Placement Placement::with_groups(std::vector<int> group_of_node) const {
   Placement p = *this;
   p.group_of_node_ = std::move(group_of_node);
@@ -41,7 +47,9 @@ std::vector<int> sampled_ranks(int n) {
 namespace {
 
 struct Load {  // one rank, one round, one level
-  std::size_t msgs_out = 0, msgs_in = 0, bytes_out = 0, bytes_in = 0;
+  std::size_t msgs_out = 0, msgs_in = 0;
+  std::size_t unrouted = 0, bytes_out = 0, bytes_in = 0;  // messages priced by the level's α/β
+  double routed = -1;  // the slowest of the messages priced on their routes (< 0: none)
   std::size_t largest = 0;  // the largest message sent or received
   bool far = false;  // network level: a message leaves the group (or no groups are known)
 };
@@ -62,13 +70,48 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
                      const Layout& layout, const Placement& placement, const CostParams& params,
                      bool in_place) {
   const int n = layout.nranks();
-  const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0;
+  // With routes the group links are links of the routes: no group term of its own.
+  const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0 && placement.routes() == nullptr;
   const bool near_alpha = placement.has_groups() && params.group_alpha_s > 0;
   std::size_t nrounds = 0;
   for (const Schedule& s : plans) nrounds = std::max(nrounds, s.rounds.size());
   const std::array<LevelCost, 2> cost{params.node, params.network};
+  // Routes: each link's bytes this round (the links touched are reset after the round).
+  const Routes* routes = placement.routes();
+  std::vector<double> link_bytes(routes ? routes->links.size() : 0, 0.0);
+  std::vector<int> touched, path;
+  const auto route = [&](int from, int to) -> const std::vector<int>& {
+    path.clear();
+    routes->path(placement.node_of(from), placement.node_of(to), path);
+    return path;
+  };
+  // A routed message's time: its links' latencies, then the most loaded link of its path.
+  const auto routed_time = [&](const std::vector<int>& links) {
+    double latency = routes->per_message_s, slowest = 0;
+    for (int id : links) {
+      const RouteLink& link = routes->links[static_cast<std::size_t>(id)];
+      latency += link.latency_s;
+      slowest = std::max(slowest, link.s_per_byte * link_bytes[static_cast<std::size_t>(id)]);
+    }
+    return latency + slowest;
+  };
   double total = 0;
   for (std::size_t k = 0; k < nrounds; ++k) {
+    if (routes) {  // every message's bytes onto the links of its path
+      for (int id : touched) link_bytes[static_cast<std::size_t>(id)] = 0;
+      touched.clear();
+      for (std::size_t i = 0; i < plans.size(); ++i) {
+        if (k >= plans[i].rounds.size()) continue;
+        for (const Transfer& t : plans[i].rounds[k].sends) {
+          const double bytes = static_cast<double>(transfer_bytes(t, layout));
+          for (int id : route(ranks[i], t.peer)) {
+            double& b = link_bytes[static_cast<std::size_t>(id)];
+            if (b == 0) touched.push_back(id);
+            b = routes->links[static_cast<std::size_t>(id)].fatpipe ? std::max(b, bytes) : b + bytes;
+          }
+        }
+      }
+    }
     // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks).
     std::unordered_map<int, std::size_t> nic_bytes;
     // Bytes from group a to group b this round (key a·n + b), when groups are modelled.
@@ -83,13 +126,23 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       const auto mark_far = [&](Load& l, int peer) {
         l.far = l.far || !near_alpha || placement.group_of(r) != placement.group_of(peer);
       };
+      // A message on its route (routes given and the pair has a path); else by its level.
+      const auto on_route = [&](Load& l, int from, int to) {
+        if (!routes) return false;
+        const std::vector<int>& links = route(from, to);
+        if (links.empty()) return false;
+        l.routed = std::max(l.routed, routed_time(links));
+        return true;
+      };
       for (const Transfer& t : round.sends) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
         mark_far(l, t.peer);
         const std::size_t bytes = transfer_bytes(t, layout);
         ++l.msgs_out;
-        l.bytes_out += bytes;
         l.largest = std::max(l.largest, bytes);
+        if (on_route(l, r, t.peer)) continue;
+        ++l.unrouted;
+        l.bytes_out += bytes;
         if (groups && placement.group_of(r) != placement.group_of(t.peer))
           group_bytes[static_cast<long long>(placement.group_of(r)) * n + placement.group_of(t.peer)] += bytes;
       }
@@ -98,8 +151,10 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         mark_far(l, t.peer);
         ++l.msgs_in;
         const std::size_t bytes = transfer_bytes(t, layout);
-        l.bytes_in += bytes;
         l.largest = std::max(l.largest, bytes);
+        if (on_route(l, t.peer, r)) continue;
+        ++l.unrouted;
+        l.bytes_in += bytes;
       }
       for (const NodeOp& op : round.node) {
         node_ops[i] = 1;
@@ -119,9 +174,10 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         if (msgs == 0) continue;
         const double alpha = lv == 1 && !l.far ? params.group_alpha_s : cost[lv].alpha_s;
         const bool rendezvous = cost[lv].eager_bytes > 0 && l.largest > cost[lv].eager_bytes;
-        const double t = alpha + (rendezvous ? cost[lv].rendezvous_s : 0.0) +
-                         cost[lv].overhead_s * static_cast<double>(msgs - 1) +
-                         cost[lv].beta_s_per_byte * static_cast<double>(bytes);
+        const double wire = std::max(l.unrouted > 0 ? alpha + cost[lv].beta_s_per_byte * static_cast<double>(bytes) : 0.0,
+                                     l.routed);
+        const double t = wire + (rendezvous ? cost[lv].rendezvous_s : 0.0) +
+                         cost[lv].overhead_s * static_cast<double>(msgs - 1);
         rank_time = std::max(rank_time, t);
       }
       const double own = k == 0 && !in_place
@@ -152,6 +208,11 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
 
 std::vector<int> prediction_ranks(const Placement& placement, const CostParams& params) {
   const int n = placement.nranks();
+  if (placement.routes() != nullptr) {  // link loads need every rank's messages
+    std::vector<int> all(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) all[static_cast<std::size_t>(r)] = r;
+    return all;
+  }
   std::vector<int> ranks = sampled_ranks(n);
   if (placement.has_groups() && params.group_link_s_per_byte > 0 && static_cast<int>(ranks.size()) < n) {
     std::set<int> s(ranks.begin(), ranks.end());

@@ -26,12 +26,26 @@
 // libagx does not detect them, the simulator passes its platform's. With groups and
 // CostParams::group_alpha_s, a network message inside a group has that α instead of the
 // network's (the longest path's), and a rank's network round the largest α of its messages.
+//
+// Routes (optional, Placement::with_routes): the links of a platform and the path between
+// any two nodes, as a simulator knows them (libagx does not know its own). Then, up to
+// kRoutedRanks ranks (the link loads need every rank's schedule), every message between
+// two ranks is priced on its own path:
+//          message = per_message_s + Σ latency of its links
+//                    + max over its links of β_link · (the link's bytes this round)
+//          level   = the slowest of the rank's messages on it + o_l · (msgs_l - 1) (+ ρ_l)
+// A link's bytes are those of every message of the round that crosses it (a fat pipe's:
+// the largest one: each message gets the full rate). This replaces, where a route exists,
+// α_l, β_l, the NIC sharing, the group term and group α: two messages that meet on a
+// router link share it, a message to a near node pays fewer hops. Rounds stay barriers.
 
 #include <agx/bytes.hpp>
 
 #include "core/planner.hpp"
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +83,26 @@ struct CostParams {
   double group_alpha_s = 0;
 };
 
+/// One link of a routed network (Routes).
+struct RouteLink {
+  double s_per_byte = 0;
+  double latency_s = 0;
+  bool fatpipe = false;  ///< every message gets the full rate (no sharing)
+};
+
+/// A platform's links and the path between two nodes over them (see the comment above).
+struct Routes {
+  std::vector<RouteLink> links;
+  /// Appends the links from node `from` to node `to` (from == to: a message inside the
+  /// node; no links appended: that pair is priced by its level's α/β).
+  std::function<void(int from, int to, std::vector<int>& links)> path;
+  double per_message_s = 0;  ///< fixed cost of each message (the sender's overhead)
+};
+
+/// Routes are used up to this many ranks (the link loads need every rank's schedule);
+/// beyond, the level model with its sampled ranks.
+constexpr int kRoutedRanks = 1024;
+
 /// Which node each rank is on; messages between nodes cross the network.
 class Placement {
  public:
@@ -76,6 +110,10 @@ class Placement {
   explicit Placement(std::vector<int> node_of) : node_of_(std::move(node_of)) {}
   /// The same placement with nodes in groups: group_of_node[j] is node j's group.
   Placement with_groups(std::vector<int> group_of_node) const;
+  /// The same placement with the network's routes (a simulator's platform).
+  Placement with_routes(std::shared_ptr<const Routes> routes) const;
+  /// The routes, when given and usable at this rank count; else null.
+  const Routes* routes() const { return routes_ && nranks() <= kRoutedRanks ? routes_.get() : nullptr; }
   int nranks() const { return static_cast<int>(node_of_.size()); }
   int node_of(int rank) const { return node_of_[static_cast<std::size_t>(rank)]; }
   Level level(int a, int b) const { return node_of(a) == node_of(b) ? Level::node : Level::network; }
@@ -89,6 +127,7 @@ class Placement {
  private:
   std::vector<int> node_of_;
   std::vector<int> group_of_node_;  // empty: no groups
+  std::shared_ptr<const Routes> routes_;
 };
 
 /// Predicted seconds of `planner` for this call. Exact over all ranks up to 256 ranks;

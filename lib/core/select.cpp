@@ -48,6 +48,7 @@ std::string fingerprint(const Placement& p, const Tuning& t, const NodeStagePara
   std::string key;
   key.reserve(static_cast<std::size_t>(p.nranks()) * 8 + 256);
   for (int r = 0; r < p.nranks(); ++r) append(key, p.node_of(r)), append(key, p.group_of(r));
+  append(key, static_cast<const void*>(p.routes()));  // a simulator's routes (null in libagx)
   append(key, t.params);  // doubles and sizes only: no padding
   append(key, t.group_nodes);
   for (const MeasuredBest& b : t.best)

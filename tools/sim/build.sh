@@ -30,7 +30,7 @@ sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/co
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/settings.cpp
          lib/core/tuning.cpp lib/core/select.cpp
          "${planners[@]}" lib/hier/node_planner.cpp
-         tools/sim/baselines.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
+         tools/sim/baselines.cpp tools/sim/routes.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
 flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections
        -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")
 objs=()

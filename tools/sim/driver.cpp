@@ -28,9 +28,16 @@
 // --group-alpha S: the network α of a message inside a group (--groups; H,0 gives groups
 // for this α alone, as the fat tree's leaves); --leaders L: leaders per node of
 // `hierarchical` (AGX_HIER_LEADERS; default 1).
+// --routes KIND,A,B,LINK_BPS,LINK_LAT,LOOP_BPS,LOOP_LAT,MSG_S: the platform's links and
+// routes for the cost model (routes.hpp: KIND cluster, fattree or dragonfly with its shape
+// A,B; the links' bandwidth and latency, the loopback's, the sender's overhead per
+// message); then every message is priced on its own path (core/cost_model.hpp).
 // --unsimulated A,B: when `auto` or a baseline picks one of these, its row names the pick
 // and the prediction but is not simulated (sim_s nan, check `unsimulated`): direct at 1024
 // ranks puts 10^6 messages in flight at once, for many minutes of wall time.
+// --predict-only: every row's pick and prediction, nothing simulated (sim_s nan, check
+// `predicted`; the model's predictions for points simulated before, which do not depend
+// on it; MPI all-gather rows are left out).
 // Ranks are placed node by node, --ppn per node (the hostfile must list them so).
 // --check: real buffers with a pattern, every result verified, every schedule validated
 // symbolically first; without it buffers come from SMPI_SHARED_MALLOC (one pair for all
@@ -71,6 +78,7 @@ constexpr bool kSharedAddressSpace = false;
 #include "core/registry.hpp"
 #include "core/select.hpp"
 #include "core/validator.hpp"
+#include "routes.hpp"
 #include "sim_node.hpp"
 
 #include <algorithm>
@@ -83,6 +91,8 @@ constexpr bool kSharedAddressSpace = false;
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -126,7 +136,9 @@ struct Args {
   CostParams cost;
   int group_nodes = 0;  // nodes per group (0: no groups)
   int leaders = 1;      // leaders per node of `hierarchical`
+  std::optional<sim::RouteSpec> routes;
   bool check = false;
+  bool predict_only = false;
   std::string label = "sim";
 };
 
@@ -142,6 +154,7 @@ std::string parse(int argc, char** argv, Args& a) {
     app.add_option_function<std::string>(name, std::move(apply))->trigger_on_parse();  // last wins
   };
   app.add_flag("--check", a.check);
+  app.add_flag("--predict-only", a.predict_only);
   value("--ppn", [&](Text v) {
     a.ppn = number<int>("--ppn", v);
     if (a.ppn < 1) throw CLI::ValidationError("--ppn", "must be at least 1, not '" + v + "'");
@@ -165,6 +178,23 @@ std::string parse(int argc, char** argv, Args& a) {
   value("--leaders", [&](Text v) {
     a.leaders = number<int>("--leaders", v);
     if (a.leaders < 1) throw CLI::ValidationError("--leaders", "must be at least 1, not '" + v + "'");
+  });
+  value("--routes", [&](Text v) {
+    const std::vector<std::string> f = split(v);
+    if (f.size() != 8)
+      throw CLI::ValidationError("--routes", "needs KIND,A,B,LINK_BPS,LINK_LAT,LOOP_BPS,LOOP_LAT,MSG_S, not '" + v + "'");
+    sim::RouteSpec r;
+    r.kind = f[0];
+    r.a = number<int>("--routes", f[1]);
+    r.b = number<int>("--routes", f[2]);
+    r.link_bytes_per_s = number<double>("--routes", f[3]);
+    r.link_latency_s = number<double>("--routes", f[4]);
+    r.loopback_bytes_per_s = number<double>("--routes", f[5]);
+    r.loopback_latency_s = number<double>("--routes", f[6]);
+    r.per_message_s = number<double>("--routes", f[7]);
+    if (r.link_bytes_per_s <= 0 || r.loopback_bytes_per_s <= 0)
+      throw CLI::ValidationError("--routes", "bandwidths must be above 0, not '" + v + "'");
+    a.routes = r;
   });
   value("--groups", [&](Text v) {
     const std::vector<std::string> g = split(v);
@@ -318,6 +348,16 @@ int main(int argc, char** argv) {
     }
   }
   const std::vector<int> node_of = node_of_ranks(n, a.ppn);
+  Placement placement(node_of);
+  if (a.routes) {
+    try {
+      placement = placement.with_routes(sim::make_routes(*a.routes, (n + a.ppn - 1) / a.ppn));
+    } catch (const std::invalid_argument& e) {
+      if (rank == 0) std::fprintf(stderr, "agx-sim: --routes: %s\n", e.what());
+      MPI_Finalize();
+      return 2;
+    }
+  }
   // lib's own selector, built as libagx builds it from a tuning file (rank 0 decides).
   Tuning tuning;
   tuning.params = a.cost;
@@ -326,7 +366,7 @@ int main(int argc, char** argv) {
   NodeStageParams stage;
   stage.leaders = a.leaders;
   std::unique_ptr<Selector> selector;
-  if (rank == 0) selector = std::make_unique<Selector>(Placement(node_of), tuning, stage);
+  if (rank == 0) selector = std::make_unique<Selector>(placement, tuning, stage);
   // Node operations: the node model of sim_node.hpp (SMPI only: ranks are threads).
   std::unique_ptr<sim::SimNodes> nodes;
   if (kSharedAddressSpace)
@@ -388,6 +428,14 @@ int main(int argc, char** argv) {
         pred = pick.kind == Pick::han
                    ? predict_seconds(*han, layout, selector->placement(), a.cost, in_place)
                    : predict_algorithm(pick.choice, layout, selector->placement(), a.cost, in_place, stage);
+      if (a.predict_only) {
+        if (rank == 0 && pick.kind != Pick::mpi) {
+          std::printf("AGXSIM,%s,%d,%d,%s,%s,%zu,nan,%.9g,0,predicted\n", a.label.c_str(), n, a.ppn,
+                      name.c_str(), ran.c_str(), bytes, pred);
+          std::fflush(stdout);
+        }
+        continue;
+      }
       const bool reuse = !a.check && measured.count(ran) > 0;  // checked runs run every row
       if (chosen && !reuse &&
           std::find(a.unsimulated.begin(), a.unsimulated.end(), std::string(to_string(pick.choice.id))) !=

@@ -61,6 +61,14 @@ def dragonfly_groups(topo_params):
     return g, c * b * p
 
 
+def route_shape(topo_params):
+    """agx-sim --routes A,B of a fat tree's or dragonfly's topo_parameters."""
+    f = topo_params.split(";")
+    if len(f) == 4 and "," in f[0]:  # dragonfly: groups,links;chassis,links;routers,links;hosts
+        return [int(f[0].split(",")[0]), int(f[3])]
+    return [int(f[1].split(",")[0]), int(f[1].split(",")[1])]  # fat tree: 2;d,leaves;...
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     params = {}
@@ -104,6 +112,12 @@ def main():
                     # agx-sim --group-alpha: network α inside a group, the longest path
                     # there (dragonfly: node, router, router, node; fat tree: one leaf)
                     "group_alpha": (3 if name == "dragonfly" else 2) * LINK_LAT + OS,
+                    # agx-sim --routes: the links and SimGrid's routes over them for the
+                    # cost model (tools/sim/routes.hpp): kind, shape (fat tree: hosts per
+                    # leaf, leaves; dragonfly: groups, hosts per router), link bandwidth and
+                    # latency, loopback bandwidth and latency, the sender's overhead
+                    "routes": [name, *route_shape(topo_params), bw, LINK_LAT, NVLINK_BW,
+                               NVLINK_LAT, OS],
                 }
     with open(os.path.join(OUT, "params.json"), "w") as f:
         json.dump(params, f, indent=1, sort_keys=True)

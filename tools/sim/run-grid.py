@@ -108,6 +108,7 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
             "--groups", ",".join(repr(g) for g in p["groups"]),
             "--node-copy", ",".join(repr(c) for c in p["node_copy"]),
             "--group-alpha", repr(p["group_alpha"]),
+            "--routes", ",".join(str(x) if isinstance(x, str) else repr(x) for x in p["routes"]),
             "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)] +
            # smpirun drops empty arguments: no --selector-sizes when no selector runs
            (["--selector-sizes", ",".join(map(str, selector_sizes))] if selector_sizes else []) +
