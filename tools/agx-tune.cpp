@@ -12,6 +12,7 @@
 //                                              (virtual) nodes (pairs on different nodes);
 //                                              = node level on one node
 //   copy_s_per_byte                            memcpy of 4 MiB by every rank at once, median
+//   copy.rate BYTES S                          the same at 64 KiB, 256 KiB, 1, 4 and 16 MiB
 //   node_sync_s                                half a shared-memory all-gather of 1 byte
 //                                              inside every node with two or more ranks
 // The machine line of the file says which level was measured on how many nodes.
@@ -140,12 +141,12 @@ agx::LevelCost fit_level(MPI_Comm comm, std::size_t eager) {
   return c;
 }
 
-// Every rank copies 4 MiB at the same time (as in an all-gather); median, slowest rank.
-double copy_cost() {
-  const std::size_t bytes = 4 << 20;
+// Every rank copies `bytes` at the same time (as in an all-gather), the same buffers
+// each time (as repeated calls do); median, slowest rank.
+double copy_cost(std::size_t bytes, int iters) {
   std::vector<char> a(bytes, 1), b(bytes, 2);
   std::vector<double> t;
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < iters; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
     std::memcpy(b.data(), a.data(), bytes);
@@ -264,7 +265,15 @@ int main(int argc, char** argv) {
                   std::to_string(topo.nnodes) + " ranks_per_node " + std::to_string(ranks_per_node) +
                   "; node level " + node_level + ", network level " + network_level,
               "mpi " + libline, "date " + now_iso(), "command " + command};
-  t.params.copy_s_per_byte = copy_cost();
+  // The copy rate at 4 MiB, and by call size (copy.rate points: caches make small copies faster).
+  t.params.copy_s_per_byte = copy_cost(4 << 20, 20);
+  t.params.copy_rates.clear();
+  for (std::size_t bytes : {std::size_t{64} << 10, std::size_t{256} << 10, std::size_t{1} << 20,
+                            std::size_t{4} << 20, std::size_t{16} << 20}) {
+    const int iters = std::max(quick ? 4 : 10, static_cast<int>((quick ? 2 : 10) * ((std::size_t{16} << 20) / bytes) / 16));
+    t.params.copy_rates.push_back({bytes, bytes == (std::size_t{4} << 20) ? t.params.copy_s_per_byte
+                                                                          : copy_cost(bytes, iters)});
+  }
   if (pairs_nodes > 0) {  // on every node with two or more ranks at once
     const double sync = time_algorithm({agx::Algorithm::shared_memory}, 1, quick ? 50 : 200,
                                        topo.local_size() >= 2 ? topo.node_comm : MPI_COMM_NULL);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <set>
 #include <string>
@@ -29,6 +30,19 @@ Placement Placement::with_groups(std::vector<int> group_of_node) const {
       throw Error(MPI_ERR_ARG, "agx: Placement::with_groups: node " + std::to_string(node) +
                                    " has no group");
   return p;
+}
+
+double copy_s_per_byte_at(const CostParams& params, std::size_t call_bytes) {
+  const CopyRates& pts = params.copy_rates;
+  if (pts.empty()) return params.copy_s_per_byte;
+  if (call_bytes <= pts.front().bytes) return pts.front().s_per_byte;
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    if (call_bytes > pts[i].bytes) continue;
+    const double f = std::log(static_cast<double>(call_bytes) / static_cast<double>(pts[i - 1].bytes)) /
+                     std::log(static_cast<double>(pts[i].bytes) / static_cast<double>(pts[i - 1].bytes));
+    return pts[i - 1].s_per_byte + f * (pts[i].s_per_byte - pts[i - 1].s_per_byte);
+  }
+  return pts.back().s_per_byte;
 }
 
 std::vector<int> sampled_ranks(int n) {
@@ -95,6 +109,9 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     }
     return latency + slowest;
   };
+  std::size_t call_bytes = 0;  // what each rank's receive buffer holds
+  for (int b = 0; b < n; ++b) call_bytes += layout.bytes(b);
+  const double gamma = copy_s_per_byte_at(params, call_bytes);
   double total = 0;
   for (std::size_t k = 0; k < nrounds; ++k) {
     if (routes) {  // every message's bytes onto the links of its path
@@ -181,13 +198,13 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         rank_time = std::max(rank_time, t);
       }
       const double own = k == 0 && !in_place
-                             ? params.copy_s_per_byte * static_cast<double>(layout.bytes(ranks[i]))
+                             ? gamma * static_cast<double>(layout.bytes(ranks[i]))
                              : 0.0;
       if (node_ops[i]) {
         // Puts and gets: one flag synchronization, then copies by this rank's core, which
         // also makes the own-block copy of round 0; messages of the round overlap them.
         rank_time = std::max(rank_time, params.node_sync_s + own +
-                                            params.copy_s_per_byte * static_cast<double>(copied[i]));
+                                            gamma * static_cast<double>(copied[i]));
       } else {
         rank_time = std::max(rank_time, own);  // the own-block copy overlaps round 0
       }
@@ -201,7 +218,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   if (nrounds == 0 && !in_place) {
     std::size_t own = 0;
     for (int r : ranks) own = std::max(own, layout.bytes(r));
-    total = params.copy_s_per_byte * static_cast<double>(own);
+    total = gamma * static_cast<double>(own);
   }
   return total;
 }

@@ -12,7 +12,8 @@
 // step; 0 where not measured); msgs_l / bytes_l: the larger of what a rank sends and receives on level l
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
-// γ: the local copy of the own block (out of place).
+// γ: the local copy of the own block (out of place), per byte at the rate of a call of
+// this size (copy_s_per_byte_at: copies whose data stays in the caches run faster).
 // Node-level operations (puts and gets on the node's segment, core/schedule.hpp): a rank's
 // round with any of them costs at least σ + γ · (bytes it puts and gets), σ one flag
 // synchronization (CostParams::node_sync_s); its messages of that round overlap them.
@@ -43,6 +44,7 @@
 
 #include "core/planner.hpp"
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -62,6 +64,45 @@ struct LevelCost {
   std::size_t eager_bytes = 0;  ///< largest message sent eagerly; 0: no rendezvous step
 };
 
+/// One point of the copy rate by call size (CostParams::copy_rates).
+struct CopyRate {
+  std::size_t bytes = 0;  ///< bytes per rank of the call (what each rank's receive buffer holds)
+  double s_per_byte = 0;
+};
+
+/// Up to eight CopyRate points in increasing bytes (fixed storage: CostParams stays a
+/// plain value).
+class CopyRates {
+ public:
+  static constexpr std::size_t capacity = 8;
+  /// This machine's points (agx-tune, docs/tuning.md).
+  static CopyRates built_in() {
+    CopyRates r;
+    r.push_back({64 << 10, 1.0 / 24e9});
+    r.push_back({256 << 10, 1.0 / 20e9});
+    r.push_back({1 << 20, 1.0 / 16e9});
+    r.push_back({4 << 20, 1.0 / 9.2e9});
+    r.push_back({16 << 20, 1.0 / 5.0e9});
+    return r;
+  }
+  void push_back(const CopyRate& c) {
+    if (count_ < capacity) points_[count_++] = c;
+  }
+  void clear() { count_ = 0; }
+  bool empty() const { return count_ == 0; }
+  bool full() const { return count_ == capacity; }
+  std::size_t size() const { return count_; }
+  const CopyRate& operator[](std::size_t i) const { return points_[i]; }
+  const CopyRate& front() const { return points_[0]; }
+  const CopyRate& back() const { return points_[count_ - 1]; }
+  const CopyRate* begin() const { return points_.data(); }
+  const CopyRate* end() const { return points_.data() + count_; }
+
+ private:
+  std::array<CopyRate, capacity> points_{};
+  std::size_t count_ = 0;
+};
+
 /// α/β per level and the local copy cost. Built-in defaults: docs/tuning.md. The node
 /// α is the latency of a round of MPI point-to-point inside a node, 2 µs; above the MPI
 /// library's eager limit (4 KiB in Open MPI's vader) a rendezvous adds 4 µs (at N = 2,
@@ -71,7 +112,13 @@ struct LevelCost {
 struct CostParams {
   LevelCost node{2.0e-6, 1.0 / 5.3e9, 0.1e-6, 4.0e-6, 4000};
   LevelCost network{3.0e-6, 1.0 / 11.0e9, 0.5e-6};
-  double copy_s_per_byte = 1.0 / 9.2e9;  ///< every rank copying at once (agx-tune, this machine)
+  double copy_s_per_byte = 1.0 / 9.2e9;  ///< every rank copying 4 MiB at once (agx-tune, this machine)
+  /// The copy rate by the size of the call (copy_s_per_byte_at, below): copies of a call
+  /// whose data stays in the caches run faster than those of a 4 MiB copy. Points of
+  /// (bytes per rank of the call, s/byte), increasing bytes, measured by agx-tune as
+  /// copy_s_per_byte at several sizes; empty: copy_s_per_byte at every size. The
+  /// built-in points are this machine's (docs/tuning.md).
+  CopyRates copy_rates = CopyRates::built_in();
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
   double node_sync_s = 0.2e-6;
   /// Per byte on the one link between two groups of nodes; 0: no group level.
@@ -102,6 +149,11 @@ struct Routes {
 /// Routes are used up to this many ranks (the link loads need every rank's schedule);
 /// beyond, the level model with its sampled ranks.
 constexpr int kRoutedRanks = 1024;
+
+/// Seconds per byte of the local copies (own block, puts and gets) of a call whose
+/// receive buffer holds `call_bytes` on each rank: copy_rates interpolated log-linearly
+/// in bytes, the first or last point's rate outside them; copy_s_per_byte without points.
+double copy_s_per_byte_at(const CostParams& params, std::size_t call_bytes);
 
 /// Which node each rank is on; messages between nodes cross the network.
 class Placement {

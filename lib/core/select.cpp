@@ -227,6 +227,14 @@ std::string describe_selection(CommContext& ctx, const std::vector<std::size_t>&
                        std::to_string(1e-9 / p.group_link_s_per_byte) + " GB/s between two groups").c_str()
                     : "none");
   os << line;
+  if (!p.copy_rates.empty()) {
+    os << "  copy by call size (bytes per rank: GB/s):";
+    for (const CopyRate& c : p.copy_rates) {
+      std::snprintf(line, sizeof line, " %zu: %.1f", c.bytes, 1e-9 / c.s_per_byte);
+      os << line;
+    }
+    os << '\n';
+  }
   os << "placement: " << ctx.size() << " ranks on " << sel.placement().nodes() << " node(s), up to "
      << sel.ranks_per_node() << " per node\n";
   os << "predicted us per call (slowest rank), * = auto's choice:\n";

@@ -37,6 +37,8 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
   int lineno = 0;
   bool versioned = false;
   bool line_of[2] = {false, false}, rendezvous[2] = {false, false};  // node, network
+  bool copy_line = false;
+  CopyRates copy_rates;
   auto bad = [&](const std::string& why) {
     throw Error(MPI_ERR_ARG, "agx: tuning file " + source + " line " + std::to_string(lineno) +
                                  ": " + why + ": '" + line + "'");
@@ -63,6 +65,13 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
       if (a->id == Algorithm::automatic) bad("'auto' is not a measured winner");
       b.algorithm = *a;
       t.best.push_back(b);
+    } else if (key == "copy.rate") {
+      CopyRate c;
+      if (!(words >> c.bytes >> c.s_per_byte) || c.bytes == 0 || c.s_per_byte <= 0)
+        bad("expected: copy.rate BYTES S_PER_BYTE (both positive)");
+      if (!copy_rates.empty() && c.bytes <= copy_rates.back().bytes) bad("copy.rate sizes must increase");
+      if (copy_rates.full()) bad("more than " + std::to_string(CopyRates::capacity) + " copy.rate lines");
+      copy_rates.push_back(c);
     } else {
       double v = 0;
       if (!(words >> v) || v < 0) bad("expected a non-negative number");
@@ -78,7 +87,7 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
       else if (key == "network.rendezvous_s") t.params.network.rendezvous_s = v, rendezvous[1] = true;
       else if (key == "node.eager_bytes") t.params.node.eager_bytes = static_cast<std::size_t>(v);
       else if (key == "network.eager_bytes") t.params.network.eager_bytes = static_cast<std::size_t>(v);
-      else if (key == "copy_s_per_byte") t.params.copy_s_per_byte = v;
+      else if (key == "copy_s_per_byte") t.params.copy_s_per_byte = v, copy_line = true;
       else if (key == "node_sync_s") t.params.node_sync_s = v;
       else if (key == "group.beta_s_per_byte") t.params.group_link_s_per_byte = v;
       else if (key == "compress.lz4_bytes_per_s") t.compress_lz4_bytes_per_s = v;
@@ -95,6 +104,8 @@ Tuning parse_tuning(const std::string& text, const std::string& source) {
   // alone: the built-in step belongs to the built-in line.
   if (line_of[0] && !rendezvous[0]) t.params.node.rendezvous_s = 0, t.params.node.eager_bytes = 0;
   if (line_of[1] && !rendezvous[1]) t.params.network.rendezvous_s = 0, t.params.network.eager_bytes = 0;
+  // Likewise a file's copy rate without copy.rate points is the rate at every size.
+  if (!copy_rates.empty() || copy_line) t.params.copy_rates = copy_rates;
   std::sort(t.best.begin(), t.best.end(), [](const MeasuredBest& a, const MeasuredBest& b) {
     return std::tie(a.ranks, a.ranks_per_node, a.max_bytes) < std::tie(b.ranks, b.ranks_per_node, b.max_bytes);
   });
@@ -116,8 +127,9 @@ std::string format_tuning(const Tuning& t) {
       << "node.eager_bytes " << t.params.node.eager_bytes << '\n'
       << "network.rendezvous_s " << t.params.network.rendezvous_s << '\n'
       << "network.eager_bytes " << t.params.network.eager_bytes << '\n'
-      << "copy_s_per_byte " << t.params.copy_s_per_byte << '\n'
-      << "node_sync_s " << t.params.node_sync_s << '\n';
+      << "copy_s_per_byte " << t.params.copy_s_per_byte << '\n';
+  for (const CopyRate& c : t.params.copy_rates) out << "copy.rate " << c.bytes << ' ' << c.s_per_byte << '\n';
+  out << "node_sync_s " << t.params.node_sync_s << '\n';
   if (t.group_nodes > 0)
     out << "group.nodes " << t.group_nodes << '\n'
         << "group.beta_s_per_byte " << t.params.group_link_s_per_byte << '\n';

@@ -66,7 +66,7 @@ class Pricer {
     const std::size_t own = *std::max_element(block_.begin(), block_.end());
     const std::size_t least = *std::min_element(block_.begin(), block_.end());
     const std::size_t total = std::accumulate(block_.begin(), block_.end(), std::size_t{0});
-    const double copy = sel_.tuning().params.copy_s_per_byte;
+    const double copy = copy_s_per_byte_at(sel_.tuning().params, total);
     FusionCall c;
     c.predicted_s = std::numeric_limits<double>::infinity();
     for (const auto& [a, s] : sel_.predictions(layout, true)) {

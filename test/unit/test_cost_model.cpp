@@ -20,6 +20,7 @@ Placement blocks_of(int nodes, int per_node) {
 TEST_CASE("ring on one node costs (N-1)(alpha + M beta)", "[cost]") {
   CostParams c;
   c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
   for (int n : {2, 5, 16}) {
     const std::size_t m = 1000;
     const double want = (n - 1) * (c.node.alpha_s + m * c.node.beta_s_per_byte);
@@ -31,6 +32,7 @@ TEST_CASE("ring on one node costs (N-1)(alpha + M beta)", "[cost]") {
 TEST_CASE("recursive doubling doubles the bytes each round", "[cost]") {
   CostParams c;
   c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
   const int n = 8;
   const std::size_t m = 100;
   double want = 0;
@@ -52,6 +54,7 @@ TEST_CASE("log-round algorithms win small messages, ring wins large ones across 
 TEST_CASE("uneven blocks: the largest block dominates the ring", "[cost]") {
   CostParams c;
   c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
   std::vector<std::size_t> bytes{0, 0, 1 << 20, 0}, offsets{0, 0, 0, 1 << 20};
   const double t = predict_seconds(planner_for(Algorithm::ring), Layout::varying(bytes, offsets),
                                    Placement::single_node(4), c);
@@ -62,6 +65,7 @@ TEST_CASE("uneven blocks: the largest block dominates the ring", "[cost]") {
 TEST_CASE("the rendezvous step: rounds whose largest message is above the eager limit", "[cost]") {
   CostParams c;
   c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
   REQUIRE(c.node.rendezvous_s > 0);
   REQUIRE(c.node.eager_bytes > 0);
   const auto ring = [&](std::size_t m) {
@@ -115,6 +119,7 @@ Placement grouped(int nodes, int per_group) {
 TEST_CASE("groups: the bytes of a whole group share the one link to another group", "[cost]") {
   CostParams c;
   c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
   c.group_link_s_per_byte = c.network.beta_s_per_byte;
   const std::size_t m = 64 * 1024;
   for (auto [per_group, groups] : {std::pair{16, 4}, std::pair{128, 4}}) {  // 64 and 512 ranks
@@ -154,6 +159,30 @@ TEST_CASE("groups: a node without a group is refused", "[cost]") {
   CHECK_THROWS_AS(blocks_of(4, 1).with_groups({0, 0, 1}), Error);
 }
 
+TEST_CASE("the copy rate by call size: points, log-linear between, the ends beyond", "[cost]") {
+  CostParams c;
+  c.copy_s_per_byte = 4e-10;
+  c.copy_rates.clear();
+  c.copy_rates.push_back({1 << 16, 1e-10});
+  c.copy_rates.push_back({1 << 20, 3e-10});
+  CHECK(copy_s_per_byte_at(c, 1) == Approx(1e-10));
+  CHECK(copy_s_per_byte_at(c, 1 << 16) == Approx(1e-10));
+  CHECK(copy_s_per_byte_at(c, 1 << 18) == Approx(2e-10));  // half way in log2: 16 .. 18 .. 20
+  CHECK(copy_s_per_byte_at(c, 1 << 20) == Approx(3e-10));
+  CHECK(copy_s_per_byte_at(c, 1 << 26) == Approx(3e-10));
+  c.copy_rates.clear();
+  CHECK(copy_s_per_byte_at(c, 1 << 16) == Approx(4e-10));
+  // The node paths pay the rate of their call's size: shared_memory at N = 2 with 64 KiB
+  // blocks is cheaper with cached copies than at the 4 MiB rate.
+  const CostParams built_in;
+  CostParams flat = built_in;
+  flat.copy_rates.clear();
+  const Layout mid = Layout::uniform(2, 64 << 10);
+  const AlgorithmChoice shm{Algorithm::shared_memory, 0};
+  CHECK(predict_algorithm(shm, mid, Placement::single_node(2), built_in, false) <
+        0.75 * predict_algorithm(shm, mid, Placement::single_node(2), flat, false));
+}
+
 TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   Tuning t;
   t.header = {"machine host1 AMD EPYC", "command agx-tune"};
@@ -187,6 +216,18 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   CHECK(back.measured(4, 4, 1000).id == Algorithm::ring);
   CHECK(back.measured(4, 4, 8 << 20).id == Algorithm::automatic);  // beyond what was measured
   CHECK(back.measured(8, 4, 8).id == Algorithm::automatic);        // another shape
+  // Copy rates by size: kept; a file's copy_s_per_byte without points stands alone.
+  t.params.copy_rates.clear();
+  t.params.copy_rates.push_back({1 << 16, 1e-10});
+  t.params.copy_rates.push_back({1 << 22, 2e-10});
+  const Tuning rates = parse_tuning(format_tuning(t), "test");
+  REQUIRE(rates.params.copy_rates.size() == 2);
+  CHECK(rates.params.copy_rates[1].bytes == (1u << 22));
+  CHECK(rates.params.copy_rates[1].s_per_byte == Approx(2e-10));
+  CHECK(parse_tuning("agx-tuning 1\ncopy_s_per_byte 1e-10\n", "t").params.copy_rates.empty());
+  CHECK(parse_tuning("agx-tuning 1\n", "t").params.copy_rates.size() == CostParams{}.copy_rates.size());
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ncopy.rate 65536\n", "t"), Error);
+  CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ncopy.rate 65536 1e-10\ncopy.rate 4096 1e-10\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nnode.alpha_s -1\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 warp_drive\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\nbest 4 4 64 bruck:k=1\n", "t"), Error);

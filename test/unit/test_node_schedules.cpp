@@ -194,7 +194,8 @@ TEST_CASE("cost model: node algorithms are priced from their schedules", "[node]
   const std::size_t m = 1 << 20;
   // shared_memory on 4 ranks: round 0 puts M and copies the own block, round 1 gets 3·M.
   const Layout layout = Layout::uniform(4, m);
-  const double expect = 2 * c.node_sync_s + c.copy_s_per_byte * static_cast<double>(m + m + 3 * m);
+  // (Copies at the rate of a 4 MiB call: the receive buffer holds 4·M.)
+  const double expect = 2 * c.node_sync_s + copy_s_per_byte_at(c, 4 * m) * static_cast<double>(m + m + 3 * m);
   CHECK(predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement::single_node(4), c, false) ==
         Approx(expect));
   CHECK(predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement(blocked(4, 2)), c, false) ==

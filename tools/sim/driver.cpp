@@ -127,13 +127,19 @@ AllgatherFn mpi_allgather_for(const std::string& name) {
 constexpr const char* header =
     "AGXSIM,label,nranks,ppn,algo,ran,bytes,sim_s,pred_s,wall_s,check";
 
+CostParams flat_copies() {
+  CostParams c;
+  c.copy_rates.clear();
+  return c;
+}
+
 struct Args {
   int ppn = 1;
   std::vector<std::size_t> sizes;
   std::vector<std::string> algos;
   std::vector<std::size_t> selector_sizes;  // sizes at which `smpi:*` run (empty: all)
   std::vector<std::string> unsimulated;                     // auto's picks not simulated
-  CostParams cost;
+  CostParams cost = flat_copies();  // the simulated nodes copy at one rate (sim_node.hpp)
   int group_nodes = 0;  // nodes per group (0: no groups)
   int leaders = 1;      // leaders per node of `hierarchical`
   std::optional<sim::RouteSpec> routes;
