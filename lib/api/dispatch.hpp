@@ -7,8 +7,8 @@
 //   shared_memory, hierarchical    lib/hier: a blocking call runs its tuned node stages,
 //                                  a nonblocking or persistent one the node schedule on
 //                                  lib/core's round engine (advanced by test())
-//   every other algorithm          lib/core's round engine: an Execution, or a plan's
-//                                  persistent requests
+//   every other algorithm          lib/core's round engine: an Execution per call, or a
+//                                  plan's, made persistent once (core/persistent.hpp)
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
@@ -55,8 +55,8 @@ AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const
 /// One start of a nonblocking or persistent call on its path, advanced by test().
 class StartedCall {
  public:
-  /// Starts `a`. `rounds`: a plan's persistent requests (point-to-point algorithms;
-  /// null for a single call, whose schedule runs in an Execution with its own tag).
+  /// Starts `a`. `rounds`: a plan's persistent engine (point-to-point algorithms; null
+  /// for a single call, whose schedule runs in a new Execution with its own tag).
   /// `ctx`, `layout` and `rounds` must outlive the StartedCall (the operation owns them).
   StartedCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
               const Layout& layout, detail::PersistentRounds* rounds);

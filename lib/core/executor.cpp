@@ -20,6 +20,22 @@ std::set<MPI_Comm> abandoned;  // communicators with an abandoned round (free_co
 
 }  // namespace
 
+// The calls that make a message (one signature each for sends and receives).
+struct MessageCalls {
+  decltype(&MPI_Isend) send;
+  decltype(&MPI_Irecv) recv;
+  const char* send_name;
+  const char* recv_name;
+};
+
+namespace {
+
+constexpr MessageCalls immediate_calls{&MPI_Isend, &MPI_Irecv, "MPI_Isend", "MPI_Irecv"};
+constexpr MessageCalls persistent_calls{&MPI_Send_init, &MPI_Recv_init, "MPI_Send_init",
+                                        "MPI_Recv_init"};
+
+}  // namespace
+
 void mark_abandoned(MPI_Comm comm) noexcept {
   try {
     std::lock_guard lock(abandoned_mutex);
@@ -49,7 +65,8 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
       tag_(tag),
       max_message_bytes_(max_message_bytes),
       checks_(checks),
-      timeout_(timeout_seconds()) {
+      timeout_(timeout_seconds()),
+      calls_(&immediate_calls) {
   if (RoundChecks::needed(checks_, schedule_.rank))
     round_checks_.emplace(schedule_, buffers_, layout_, checks_);
 }
@@ -65,6 +82,68 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
 Execution::~Execution() {
   abandon();
   release_scratch();
+  release_stored();
+}
+
+// The post loop, once per round, with the _init calls: each round's requests are kept.
+void Execution::make_persistent(std::shared_ptr<CompiledSchedule> compiled) {
+  compiled_ = std::move(compiled);
+  stored_.resize(schedule_.rounds.size());
+  const bool checksums = round_checks_ && round_checks_->carries_checksums();
+  calls_ = &persistent_calls;
+  try {
+    for (round_ = 0; round_ < stored_.size(); ++round_) {
+      post_transfers(schedule_.rounds[round_], checksums);
+      swap_round(stored_[round_]);
+    }
+  } catch (...) {
+    swap_round(stored_[round_]);  // freed with the rest (release_stored)
+    stored_types_.swap(types_);
+    calls_ = &immediate_calls;
+    throw;
+  }
+  stored_types_.swap(types_);
+  calls_ = &immediate_calls;  // for a round posted per call (post_round)
+}
+
+void Execution::start_stored() {
+  StoredRound& s = stored_[round_];
+  if (!s.requests.empty())
+    check_mpi(MPI_Startall(static_cast<int>(s.requests.size()), s.requests.data()),
+              "MPI_Startall");
+  swap_round(s);
+  loaded_ = &s;
+}
+
+void Execution::swap_round(StoredRound& s) noexcept {
+  requests_.swap(s.requests);
+  std::swap(receives_, s.receives);
+  expected_.swap(s.expected);
+  recv_transfers_.swap(s.recv_transfers);
+  posted_.swap(s.posted);
+}
+
+void Execution::clear_round() noexcept {
+  if (loaded_ != nullptr) swap_round(*std::exchange(loaded_, nullptr));
+  requests_.clear();
+  expected_.clear();
+  recv_transfers_.clear();
+  posted_.clear();
+  recv_begin_.clear();
+  receives_ = 0;
+  for (MPI_Datatype& t : types_) MPI_Type_free(&t);
+  types_.clear();
+}
+
+void Execution::release_stored() noexcept {
+  if (stored_.empty()) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // MPI has released everything already
+  for (StoredRound& s : stored_)
+    for (MPI_Request& r : s.requests)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  for (MPI_Datatype& t : stored_types_) MPI_Type_free(&t);
 }
 
 // On a context's private communicator, a point-to-point schedule over the caller's
@@ -115,31 +194,30 @@ void Execution::use_block_pieces(const BlockPieces& blocks) {
 // libraries need not cancel sends, and Open MPI does not). The datatypes of the round
 // are freed. Nothing is left that could write into the caller's memory once the
 // exception reaches them. A peer's message of this round may still arrive: the
-// communicator is marked so that it is never freed (free_comm). Never throws.
+// communicator is marked so that it is never freed (free_comm), and the execution is
+// failed (a persistent one's freed sends cannot start again). Never throws.
 void Execution::abandon() noexcept {
-  if (started_ && round_ < schedule_.rounds.size()) mark_abandoned(comm_);
+  if (started_ && round_ < schedule_.rounds.size()) {
+    mark_abandoned(comm_);
+    failed_ = true;
+  }
   round_ = schedule_.rounds.size();  // nothing more is posted
-  if (requests_.empty() && types_.empty()) return;
+  if (requests_.empty() && types_.empty() && loaded_ == nullptr) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI has released everything already
   std::vector<bool> sends(requests_.size());
   for (std::size_t i = 0; i < requests_.size(); ++i) sends[i] = i >= receives_;
-  agx::abandon(requests_.data(), sends);  // core/timeout.hpp
-  requests_.clear();
-  expected_.clear();
-  recv_transfers_.clear();
-  posted_.clear();
-  recv_begin_.clear();
-  receives_ = 0;
-  for (MPI_Datatype& t : types_) MPI_Type_free(&t);
-  types_.clear();
+  agx::abandon(requests_.data(), sends);  // core/timeout.hpp (persistent ones: inactive or freed)
+  clear_round();
 }
 
 void Execution::start() {
-  if (!compiled_ && node_ == nullptr && pieces_ == nullptr && !schedule_.rounds.empty())
+  if (!compiled_ && node_ == nullptr && pieces_ == nullptr && stored_.empty() &&
+      !schedule_.rounds.empty())
     use_compiled();
   round_ = 0;
+  suspect_.clear();  // (a persistent execution's previous start)
   if (polling()) clock_.emplace(timeout_);
   started_ = true;
   try {
@@ -346,14 +424,7 @@ bool Execution::carries_suspect(const Transfer& t) const {
 }
 
 void Execution::end_round() {
-  requests_.clear();
-  expected_.clear();
-  recv_transfers_.clear();
-  posted_.clear();
-  recv_begin_.clear();
-  receives_ = 0;
-  for (MPI_Datatype& t : types_) MPI_Type_free(&t);
-  types_.clear();
+  clear_round();
   deferred_.clear();
   if (round_checks_) round_checks_->end_round(round_);
   if (node_ != nullptr && segment_recvs_) node_->segment_round_done();
@@ -368,6 +439,17 @@ void Execution::post_round() {
   if (checksums) round_checks_->pack(round_);
   segment_recvs_ = false;
   statuses_checked_ = false;
+  // A persistent execution starts the round's requests, unless a block it forwards
+  // came with the wrong size (mark_suspect): then the round is posted per call.
+  if (!stored_.empty() && suspect_.empty()) start_stored();
+  else post_transfers(round, checksums);
+  if (polling()) {
+    open_ = requests_.size();
+    done_indices_.resize(requests_.size());
+  }
+}
+
+void Execution::post_transfers(const Round& round, bool checksums) {
   if (node_ != nullptr) {
     std::size_t gets = 0;
     for (const NodeOp& op : round.node) {
@@ -388,10 +470,6 @@ void Execution::post_round() {
       if (is_send && t.place == Place::segment && !node_->holds(t)) deferred_.push_back(&t);
       else post_transfer(is_send, t, k, checksums);
     }
-  }
-  if (polling()) {
-    open_ = requests_.size();
-    done_indices_.resize(requests_.size());
   }
 }
 
@@ -464,9 +542,11 @@ void Execution::post(bool is_send, int peer, const Segment* segments, std::size_
   }
   const MessageArgs m = message_args(segments, count, types_);
   if (is_send)
-    check_mpi(MPI_Isend(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Isend");
+    check_mpi(calls_->send(m.base, m.count, m.type, peer, tag_, comm_, &request),
+              calls_->send_name);
   else
-    check_mpi(MPI_Irecv(m.base, m.count, m.type, peer, tag_, comm_, &request), "MPI_Irecv");
+    check_mpi(calls_->recv(m.base, m.count, m.type, peer, tag_, comm_, &request),
+              calls_->recv_name);
   posted(request, is_send, transfer, bytes, checksums);
 }
 
@@ -476,11 +556,11 @@ void Execution::post_compiled(bool is_send, const Transfer& transfer, const Mess
   MPI_Request request = MPI_REQUEST_NULL;
   if (is_send) before_send(m.bytes);
   if (is_send)
-    check_mpi(MPI_Isend(base + m.offset, m.count, m.type, transfer.peer, tag_, comm_, &request),
-              "MPI_Isend");
+    check_mpi(calls_->send(base + m.offset, m.count, m.type, transfer.peer, tag_, comm_, &request),
+              calls_->send_name);
   else
-    check_mpi(MPI_Irecv(base + m.offset, m.count, m.type, transfer.peer, tag_, comm_, &request),
-              "MPI_Irecv");
+    check_mpi(calls_->recv(base + m.offset, m.count, m.type, transfer.peer, tag_, comm_, &request),
+              calls_->recv_name);
   posted(request, is_send, transfer, m.bytes, false);
 }
 
@@ -522,12 +602,19 @@ std::string block_list(const std::vector<BlockSpan>& spans) {
   return std::string(count == 1 ? "block " : "blocks ") + s;
 }
 
-}  // namespace
+// Whether a request of the round is still open: a completed one is null, a completed
+// persistent one stays allocated and inactive.
+bool still_open(MPI_Request request, bool persistent) {
+  if (request == MPI_REQUEST_NULL) return false;
+  int done = 0;
+  if (persistent) MPI_Request_get_status(request, &done, MPI_STATUS_IGNORE);
+  return done == 0;
+}
 
-std::string Execution::stall_report(MPI_Comm comm, int rank, const Checks& checks,
-                                    std::size_t round, std::size_t rounds, double seconds,
-                                    const MPI_Request* requests, const Posted* posted,
-                                    std::size_t count) {
+// The AGX_TIMEOUT line for a round whose requests did not all complete.
+std::string stall_report(MPI_Comm comm, int rank, const Checks& checks, std::size_t round,
+                         std::size_t rounds, double seconds, const MPI_Request* requests,
+                         const PostedRequest* posted, std::size_t count, bool persistent) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", seconds);
   std::string line = "agx: AGX_TIMEOUT: " + rank_in(comm, rank) + " made no progress for " +
@@ -538,7 +625,7 @@ std::string Execution::stall_report(MPI_Comm comm, int rank, const Checks& check
   std::string receives, sends;
   const Transfer* last = nullptr;
   for (std::size_t i = 0; i < count; ++i) {
-    if (requests[i] == MPI_REQUEST_NULL || posted[i].transfer == last) continue;
+    if (posted[i].transfer == last || !still_open(requests[i], persistent)) continue;
     last = posted[i].transfer;
     const Transfer& t = *posted[i].transfer;
     const std::string peer = "rank " + std::to_string(t.peer) + " (world rank " +
@@ -555,10 +642,13 @@ std::string Execution::stall_report(MPI_Comm comm, int rank, const Checks& check
   return line;
 }
 
+}  // namespace
+
 void Execution::stalled() {
   std::string line =
       stall_report(comm_, schedule_.rank, checks_, round_, schedule_.rounds.size(),
-                   clock_->seconds(), requests_.data(), posted_.data(), requests_.size());
+                   clock_->seconds(), requests_.data(), posted_.data(), requests_.size(),
+                   loaded_ != nullptr);
   if (node_ != nullptr && round_ < schedule_.rounds.size()) {
     const auto& ops = schedule_.rounds[round_].node;
     for (std::size_t i = 0, g = 0; i < ops.size(); ++i)

@@ -1,7 +1,9 @@
 #pragma once
-// The MPI point-to-point executor: runs one rank's schedule on host memory.
-// It is a resumable state machine: start() posts round 0, test() advances without
-// blocking, wait() blocks until done. Blocking calls use start() + wait().
+// The round engine: runs one rank's schedule on host memory, for blocking, nonblocking
+// and persistent calls alike. It is a resumable state machine: start() posts round 0,
+// test() advances without blocking, wait() blocks until done. Blocking calls use start()
+// + wait(), nonblocking ones start() + test(), a plan (persistent.hpp) start() + test()
+// on persistent requests made once (below).
 //
 // Two checks ride on it (docs/reliability.md). AGX_TIMEOUT (timeout.hpp): test() and
 // wait() poll with MPI_Testsome, so that every completed message counts as progress and
@@ -20,6 +22,15 @@
 // calls: a repeated call of one shape allocates nothing. Elsewhere (node schedules, block
 // pieces, other communicators, AGX_DESCRIPTOR_CACHE=0) each transfer is planned per call
 // (message.hpp) with datatypes over MPI_BOTTOM made and freed per round.
+//
+// Persistent (make_persistent, a plan's engine: persistent.hpp): the same post loop runs
+// once per round with MPI_Send_init/MPI_Recv_init instead of MPI_Isend/MPI_Irecv, and each
+// round's requests, with what the engine knows of them, are kept (StoredRound). Every
+// start() then MPI_Startall's a round's requests where it would post them, and the
+// completion, size, integrity, timeout and abandon code is the one above; a start
+// allocates nothing and creates no datatype. A round that forwards a block which came
+// with the wrong size is posted per call instead (its sends one byte short, as always).
+// An abandoned round frees its sends: the execution is failed() from then on.
 
 #include <mpi.h>
 
@@ -65,6 +76,8 @@ class ExecutionHooks {
   virtual void received(const Transfer& t, std::size_t begin, std::size_t end) = 0;
 };
 
+struct MessageCalls;  // how messages are made: posted at once, or persistent (executor.cpp)
+
 class Execution {
  public:
   Execution(const Schedule& schedule, const Buffers& buffers, const Layout& layout, MPI_Comm comm,
@@ -87,6 +100,15 @@ class Execution {
   /// Point-to-point schedules only, before start(): `hooks` (which must outlive the
   /// execution) take part in every round, as ExecutionHooks says.
   void use_hooks(ExecutionHooks& hooks) { hooks_ = &hooks; }
+  /// Point-to-point schedules on host buffers only, once, before the first start(): makes
+  /// every message a persistent request on the communicator (from `compiled` where not
+  /// null; the buffers stay those given), so that start() can be called again after each
+  /// completion and only starts them. Throws agx::Error (the requests made so far are
+  /// freed with the execution).
+  void make_persistent(std::shared_ptr<CompiledSchedule> compiled);
+  /// A round was abandoned (a failed call or a stall): a persistent execution's freed
+  /// sends cannot be started again.
+  bool failed() const { return failed_; }
 
   /// Copies the own block into place (out of place) and posts the first round.
   void start();
@@ -98,14 +120,24 @@ class Execution {
 
   /// What one posted request is (for AGX_TIMEOUT's report).
   using Posted = PostedRequest;
-  /// The AGX_TIMEOUT line for a round whose `pending` requests did not complete.
-  static std::string stall_report(MPI_Comm comm, int rank, const Checks& checks,
-                                  std::size_t round, std::size_t rounds, double seconds,
-                                  const MPI_Request* requests, const Posted* posted,
-                                  std::size_t count);
 
  private:
+  /// One round of a persistent execution: its requests and what the engine keeps per
+  /// request, swapped with the execution's vectors while the round runs.
+  struct StoredRound {
+    std::vector<MPI_Request> requests;
+    std::size_t receives = 0;
+    std::vector<std::size_t> expected;
+    std::vector<const Transfer*> recv_transfers;
+    std::vector<Posted> posted;
+  };
+
   void post_round();
+  void post_transfers(const Round& round, bool checksums);
+  void start_stored();  // MPI_Startall of stored_[round_], swapped in
+  void swap_round(StoredRound& s) noexcept;
+  void clear_round() noexcept;  // after a round: its vectors emptied (a stored one put back)
+  void release_stored() noexcept;
   void end_round();
   bool polling() const { return timeout_ > 0 || hooks_ != nullptr; }
   bool poll();  // AGX_TIMEOUT or hooks: one MPI_Testsome; true when every round is done
@@ -173,6 +205,12 @@ class Execution {
   bool segment_recvs_ = false;      // the round receives into the segment
   std::vector<const Transfer*> deferred_;  // segment sends waiting for their blocks
   bool statuses_checked_ = false;  // the round's completed requests were checked
+  const MessageCalls* calls_;       // MPI_Isend/MPI_Irecv, or the _init calls
+  // Persistent (make_persistent; empty stored_: not persistent):
+  std::vector<StoredRound> stored_;
+  std::vector<MPI_Datatype> stored_types_;  // live as long as the requests
+  StoredRound* loaded_ = nullptr;           // the stored round now in the vectors above
+  bool failed_ = false;
 };
 
 /// Frees a communicator agx made, unless a round was abandoned on it (an Execution

@@ -1,22 +1,18 @@
 #pragma once
-// The point-to-point part of a persistent all-gather (agx::Plan): a schedule's messages
-// as MPI persistent requests on a duplicate of the communicator, made once, started per
-// start (persistent.cpp has the details). lib/api's plan runs it for point-to-point
-// algorithms on host buffers (api/dispatch.cpp).
+// The point-to-point part of a persistent all-gather (agx::Plan): the round engine
+// (executor.hpp) on a duplicate of the communicator, its messages made once as MPI
+// persistent requests (persistent.cpp has the details). lib/api's plan runs it for
+// point-to-point algorithms on host buffers (api/dispatch.cpp).
 
 #include <mpi.h>
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
 
-#include "core/descriptors.hpp"
 #include "core/executor.hpp"
-#include "core/integrity.hpp"
-#include "core/timeout.hpp"
 
 #include <memory>
 #include <optional>
-#include <vector>
 
 namespace agx {
 class CommContext;
@@ -39,37 +35,12 @@ class PersistentRounds {
   /// Copies the own block into place and starts round 0.
   void start();
   /// Advances without blocking; true when every round is complete.
-  bool test();
+  bool test() { return execution_->test(); }
 
  private:
-  void build(const Schedule& schedule);
-  void init(std::size_t r, bool is_send, const Transfer& t, bool checksums, const MessageArgs& m);
-  void release() noexcept;
-  void start_round();
-  void abandon_round() noexcept;
-  void end_round();
-  bool poll_round();
-  [[noreturn]] void stalled();
-
   std::shared_ptr<CommContext> comm_state_;  // kept alive past MPI_Comm_free (comm_context.hpp)
-  Buffers buffers_;
-  Layout layout_;
-  int rank_;
-  Checks checks_;
-  double timeout_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  std::vector<std::vector<MPI_Request>> rounds_;
-  std::vector<std::vector<Execution::Posted>> posted_;  // per request of rounds_
-  std::vector<MPI_Datatype> types_;  // without compiled_ only
-  std::shared_ptr<CompiledSchedule> compiled_;  // its datatypes live while the requests do
-  std::size_t round_ = 0;
-  bool round_started_ = false;  ///< rounds_[round_] was started and is not yet complete
-  bool failed_ = false;
-  std::optional<RoundChecks> round_checks_;
-  std::optional<StallClock> clock_;
-  std::size_t open_ = 0;
-  std::vector<int> done_indices_;
-  std::vector<MPI_Status> statuses_;  // of MPI_Testall
+  std::optional<Execution> execution_;  // persistent (Execution::make_persistent)
 };
 
 }  // namespace agx::detail

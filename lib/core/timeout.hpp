@@ -3,12 +3,12 @@
 //
 // A collective hangs when some rank never makes its part of the call (it skipped the
 // call, called it with other arguments, died, or waits for something else). Every
-// place where agx waits — the point-to-point executor's rounds (executor.cpp), the
-// persistent plans (persistent.cpp) and lib/hier's shared-memory flags
-// (hier/wait.hpp) — keeps a StallClock while AGX_TIMEOUT is set. When a wait sees no
-// progress (no message completed, the flag did not move) for the timeout, agx writes
-// one line to stderr naming the rank (in the communicator and in MPI_COMM_WORLD), the
-// algorithm, the round or stage, and the peers, blocks or flag it waits for; then:
+// place where agx waits — the round engine's rounds (executor.cpp, persistent plans
+// included) and lib/hier's shared-memory flags (hier/wait.hpp) — keeps a StallClock
+// while AGX_TIMEOUT is set. When a wait sees no progress (no message completed, the
+// flag did not move) for the timeout, agx writes one line to stderr naming the rank (in
+// the communicator and in MPI_COMM_WORLD), the algorithm, the round or stage, and the
+// peers, blocks or flag it waits for; then:
 //
 //   AGX_TIMEOUT_ACTION=abort (default)  MPI_Abort(comm, MPI_ERR_OTHER): the other ranks
 //                                       are stuck too and a started collective cannot be
