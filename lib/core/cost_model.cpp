@@ -111,7 +111,10 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   };
   std::size_t call_bytes = 0;  // what each rank's receive buffer holds
   for (int b = 0; b < n; ++b) call_bytes += layout.bytes(b);
-  const double gamma = copy_s_per_byte_at(params, call_bytes);
+  // In place at the 4 MiB rate: there the shared-memory path's copies run at the cached
+  // rate in some runs and 2-2.6x slower in others (docs/hierarchy.md, "Copies and 4K
+  // aliasing"), so the cached rate would choose it where, taken over runs, it loses.
+  const double gamma = in_place ? params.copy_s_per_byte : copy_s_per_byte_at(params, call_bytes);
   double total = 0;
   for (std::size_t k = 0; k < nrounds; ++k) {
     if (routes) {  // every message's bytes onto the links of its path

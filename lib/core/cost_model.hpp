@@ -13,7 +13,8 @@
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
 // γ: the local copy of the own block (out of place), per byte at the rate of a call of
-// this size (copy_s_per_byte_at: copies whose data stays in the caches run faster).
+// this size (copy_s_per_byte_at: copies whose data stays in the caches run faster; in
+// place at copy_s_per_byte, the 4 MiB rate, for the reason cost_model.cpp gives).
 // Node-level operations (puts and gets on the node's segment, core/schedule.hpp): a rank's
 // round with any of them costs at least σ + γ · (bytes it puts and gets), σ one flag
 // synchronization (CostParams::node_sync_s); its messages of that round overlap them.
@@ -78,11 +79,11 @@ class CopyRates {
   /// This machine's points (agx-tune, docs/tuning.md).
   static CopyRates built_in() {
     CopyRates r;
-    r.push_back({64 << 10, 1.0 / 24e9});
-    r.push_back({256 << 10, 1.0 / 20e9});
-    r.push_back({1 << 20, 1.0 / 16e9});
-    r.push_back({4 << 20, 1.0 / 9.2e9});
-    r.push_back({16 << 20, 1.0 / 5.0e9});
+    r.push_back({64 << 10, 1.0 / 30e9});
+    r.push_back({256 << 10, 1.0 / 23e9});
+    r.push_back({1 << 20, 1.0 / 19e9});
+    r.push_back({4 << 20, 1.0 / 16e9});
+    r.push_back({16 << 20, 1.0 / 3.6e9});
     return r;
   }
   void push_back(const CopyRate& c) {
@@ -150,7 +151,7 @@ struct Routes {
 /// beyond, the level model with its sampled ranks.
 constexpr int kRoutedRanks = 1024;
 
-/// Seconds per byte of the local copies (own block, puts and gets) of a call whose
+/// Seconds per byte of the local copies (own block, puts and gets) of an out-of-place call whose
 /// receive buffer holds `call_bytes` on each rank: copy_rates interpolated log-linearly
 /// in bytes, the first or last point's rate outside them; copy_s_per_byte without points.
 double copy_s_per_byte_at(const CostParams& params, std::size_t call_bytes);
