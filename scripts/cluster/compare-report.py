@@ -19,8 +19,8 @@ def medians(path):
     rows = {}
     with open(path) as f:
         for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            if r["in_place"] != "0" or r.get("method", "window") != "window":
-                continue
+            if r["in_place"] != "0" or not r["median_us"]:
+                continue  # (a row without a median: a run stopped before its pass ended)
             rows.setdefault(int(r["bytes_per_rank"]), {}).setdefault(r["candidate"], []).append(
                 float(r["median_us"]))
     return {b: {c: statistics.median(v) for c, v in cands.items()} for b, cands in rows.items()}
