@@ -76,8 +76,9 @@ struct CopyRate {
 class CopyRates {
  public:
   static constexpr std::size_t capacity = 8;
-  /// This machine's points (agx-tune, docs/tuning.md).
-  static CopyRates built_in() {
+  /// This machine's points (agx-tune at N = 2, docs/tuning.md); not the default, see
+  /// CostParams::copy_rates.
+  static CopyRates measured_here() {
     CopyRates r;
     r.push_back({64 << 10, 1.0 / 30e9});
     r.push_back({256 << 10, 1.0 / 23e9});
@@ -117,9 +118,11 @@ struct CostParams {
   /// The copy rate by the size of the call (copy_s_per_byte_at, below): copies of a call
   /// whose data stays in the caches run faster than those of a 4 MiB copy. Points of
   /// (bytes per rank of the call, s/byte), increasing bytes, measured by agx-tune as
-  /// copy_s_per_byte at several sizes; empty: copy_s_per_byte at every size. The
-  /// built-in points are this machine's (docs/tuning.md).
-  CopyRates copy_rates = CopyRates::built_in();
+  /// copy_s_per_byte at several sizes; empty: copy_s_per_byte at every size. Empty by
+  /// default: with this machine's points (measured_here) `auto` takes shared_memory at
+  /// N = 2 up to 1 MiB, which agx-bench measures faster, but OSU's sweep measured agx
+  /// 1.4-1.9x slower there (docs/results.md): a tuning file with copy.rate lines opts in.
+  CopyRates copy_rates;
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
   double node_sync_s = 0.2e-6;
   /// Per byte on the one link between two groups of nodes; 0: no group level.
