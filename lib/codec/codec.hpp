@@ -44,6 +44,11 @@ bool decode_sparse(Form form, const std::byte* in, std::size_t in_bytes, std::ui
 bool packer_available(Packer p);
 /// Packs `n` bytes into `out`; false when not built in or when it does not shrink.
 bool pack(Packer p, const std::byte* in, std::size_t n, std::vector<std::byte>& out);
+/// Whether compressing `n` bytes at `in` can pay: blocks of at least 1 MiB are sampled
+/// first (8 slices of 8 KiB spread over the block, each compressed alone), and a block
+/// whose sample shrinks by less than 1/32 is not compressed at all (random data: no
+/// failed attempt over the whole block). Smaller blocks: true (the attempt is cheap).
+bool worth_packing(Packer p, const std::byte* in, std::size_t n);
 /// Unpacks into exactly `out_bytes` bytes at out.
 bool unpack(Packer p, const std::byte* in, std::size_t n, std::byte* out, std::size_t out_bytes,
             std::string& why);

@@ -84,6 +84,18 @@ bool pack(Packer p, const std::byte* in, std::size_t n, std::vector<std::byte>& 
   return false;
 }
 
+bool worth_packing(Packer p, const std::byte* in, std::size_t n) {
+  constexpr std::size_t slices = 8, slice = 8192, from = std::size_t{1} << 20;
+  if (p == Packer::none || n < from) return p != Packer::none;
+  std::vector<std::byte> out;
+  std::size_t packed = 0;
+  for (std::size_t k = 0; k < slices; ++k) {
+    const std::byte* at = in + (n - slice) / (slices - 1) * k;
+    packed += pack(p, at, slice, out) ? out.size() : slice;
+  }
+  return packed < slices * slice - slices * slice / 32;
+}
+
 bool unpack(Packer p, const std::byte* in, std::size_t n, std::byte* out, std::size_t out_bytes,
             std::string& why) {
   (void)in;

@@ -146,7 +146,8 @@ std::vector<std::byte> encode_block(const std::byte* data, const Spec& spec, con
   }
   h.payload = form_size;
   std::vector<std::byte> packed;
-  if (packer != Packer::none && codec::pack(packer, form_bytes, form_size, packed)) {
+  if (packer != Packer::none && codec::worth_packing(packer, form_bytes, form_size) &&
+      codec::pack(packer, form_bytes, form_size, packed)) {
     h.packer = packer;
     form_bytes = packed.data();
     form_size = packed.size();
@@ -371,6 +372,13 @@ std::size_t encoded_layout(const EncodedCall& c, std::span<const std::uint64_t> 
   return total;
 }
 
+bool nothing_gained(const EncodedCall& c, std::span<const std::uint64_t> sizes) {
+  if (c.result.plain_bytes == 0 || std::getenv("AGX_TEST_CORRUPT_BLOCK") != nullptr) return false;
+  for (std::size_t u = 0; u < static_cast<std::size_t>(c.n); ++u)
+    if (sizes[u] != header_bytes + c.block_bytes[u]) return false;
+  return true;
+}
+
 void decode_all(const EncodedCall& c, const std::byte* arena, std::span<const std::size_t> bytes,
                 std::span<const std::size_t> at) {
   auto* out = static_cast<std::byte*>(c.buffers.recv);
@@ -398,6 +406,12 @@ EncodedResult encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buffers,
   allgather_bytes(comm, {&c.announced, sizes.data(), false}, Layout::uniform(c.n, 8), options);
   std::vector<std::size_t> bytes, at;
   r.wire_bytes = codec::encoded_layout(c, sizes, bytes, at);
+  if (codec::nothing_gained(c, sizes)) {  // every block dense and unpacked: the plain call
+    r.encoded = false;
+    r.wire_bytes = r.plain_bytes;
+    r.algorithm = allgather_bytes(comm, buffers, c.plain_layout(), options);
+    return r;
+  }
   std::vector<std::byte> arena(r.wire_bytes);
   // The own block travels with what it announced (a truncating seam sends less).
   r.algorithm = allgather_bytes(comm, {c.own.data(), arena.data(), false},

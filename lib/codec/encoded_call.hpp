@@ -64,6 +64,13 @@ bool packer_known_locally(MPI_Comm comm, const EncodeOptions& encode);
 std::size_t encoded_layout(const EncodedCall& call, std::span<const std::uint64_t> sizes,
                            std::vector<std::size_t>& bytes, std::vector<std::size_t>& at);
 
+/// Whether the announced sizes say that no block gained anything (each is its dense
+/// bytes plus the header: not sparse, not packed, not lossy), while some block has bytes:
+/// then the data phase is the plain all-gather of the user's buffers (no staging, no
+/// decode; the same on every rank, as the sizes are). Never under AGX_TEST_CORRUPT_BLOCK,
+/// whose damage must stay visible.
+bool nothing_gained(const EncodedCall& call, std::span<const std::uint64_t> sizes);
+
 /// Decodes every block of `arena` (laid out by encoded_layout) into the receive buffer.
 /// Throws agx::Error (MPI_ERR_OTHER) naming the first corrupt block.
 void decode_all(const EncodedCall& call, const std::byte* arena,

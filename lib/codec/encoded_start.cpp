@@ -80,6 +80,16 @@ class EncodedOperation final : public detail::Operation {
       // A size outside its block's bounds is corrupt (raised here, as the blocking
       // call raises it, on every rank: the sizes are the same everywhere).
       result_->wire_bytes = codec::encoded_layout(call_, sizes_, bytes_, at_);
+      if (codec::nothing_gained(call_, sizes_)) {  // the plain call, as the blocking one
+        result_->encoded = false;
+        result_->wire_bytes = result_->plain_bytes;
+        plain_ = true;
+        const Layout plain = call_.plain_layout();
+        const AlgorithmChoice a = choice_for(plain);
+        result_->algorithm = a.id;
+        run(data_run_, a, call_.buffers, plain, data_tag_);
+        return data_run_->test();
+      }
       arena_.resize(result_->wire_bytes);
       data_layout_ = Layout::varying(bytes_, at_);
       const AlgorithmChoice a = choice_for(data_layout_);
@@ -88,6 +98,7 @@ class EncodedOperation final : public detail::Operation {
       run(data_run_, a, {call_.own.data(), arena_.data(), false}, data_layout_, data_tag_);
     }
     if (!data_run_->test()) return false;
+    if (plain_) return true;
     codec::decode_all(call_, arena_.data(), bytes_, at_);
     return true;
   }
@@ -97,6 +108,7 @@ class EncodedOperation final : public detail::Operation {
   std::optional<AlgorithmChoice> forced_;
   std::shared_ptr<EncodedResult> result_;
   int sizes_tag_ = 0, data_tag_ = 0;
+  bool plain_ = false;  // nothing gained: the data phase is the plain call
   std::vector<std::uint64_t> sizes_;
   Layout sizes_layout_;
   std::vector<std::size_t> bytes_, at_;  // the encoded blocks' layout (data_layout_'s arrays)
