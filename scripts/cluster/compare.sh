@@ -13,7 +13,7 @@
 #
 #   scripts/cluster/compare.sh [-p 1g,10g] [--shapes 4x1,4x2,2x3] [--max-bytes B]
 #                              [--passes P] [--max-iters I] [--build DIR] [--mpich-build DIR]
-#                              [--out DIR] [--libs ompi,han,mpich]
+#                              [--out DIR] [--libs ompi,han,mpich] [--tuning DIR]
 #
 #   -p           link profiles, in order (default 1g,10g)
 #   --shapes     KxR: K nodes with R ranks each (default 4x1,4x2,2x3)
@@ -23,6 +23,9 @@
 #   --build      the Open MPI build (default build/), --mpich-build the MPICH one
 #                (default build-mpich/); each needs tools/agx-bench and the interposer
 #   --out        where the CSVs, logs, report.md and PNGs go (default /tmp/agx-compare)
+#   --tuning     a folder with scripts/cluster/calibrate.sh's tuning-P.txt per profile P:
+#                agx runs with AGX_TUNING_FILE=DIR/tuning-P.txt (the cost model measured on
+#                this cluster; without it, the built-in defaults, which assume InfiniBand)
 #   --method     agx-bench's timing method (default barrier: across these nodes the window
 #                method's start instants were missed by some rank at every size up to
 #                4 KiB at 1 Gb/s, so those sizes had no valid sample)
@@ -33,7 +36,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 profiles=1g,10g shapes=4x1,4x2,2x3 max=16M passes=3 iters=20 libs=ompi,han,mpich method=barrier
-build=$root/build mbuild=$root/build-mpich out=/tmp/agx-compare
+build=$root/build mbuild=$root/build-mpich out=/tmp/agx-compare tuning=""
 while [ $# -gt 0 ]; do
   case $1 in
     -p) profiles=$2; shift 2 ;;
@@ -46,9 +49,14 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --libs) libs=$2; shift 2 ;;
     --method) method=$2; shift 2 ;;
+    --tuning) tuning=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare: unknown option '$1' (--help)" >&2; exit 2 ;;
   esac
+done
+for p in ${profiles//,/ }; do
+  [ -z "$tuning" ] || [ -f "$tuning/tuning-$p.txt" ] ||
+    { echo "compare: --tuning $tuning has no tuning-$p.txt (scripts/cluster/calibrate.sh -p $p --out $tuning)" >&2; exit 2; }
 done
 for s in ${shapes//,/ }; do
   [[ $s =~ ^([2-4])x([1-9])$ ]] || { echo "compare: a shape is KxR with K 2-4 nodes, got '$s'" >&2; exit 2; }
@@ -77,6 +85,7 @@ bench=(--max-bytes "$max" --factor 4 --method "$method" --passes "$passes" --max
 run() { "$@" & wait $!; }
 for p in ${profiles//,/ }; do
   echo "compare: profile $p $(date +%T), load $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ -n "$tuning" ]; then export AGX_TUNING_FILE=$(cd "$tuning" && pwd)/tuning-$p.txt; fi
   "$cluster" up -k 4 -p "$p"
   for s in ${shapes//,/ }; do
     k=${s%x*} r=${s#*x}
