@@ -9,6 +9,8 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace agx {
 
@@ -60,10 +62,8 @@ std::vector<int> sampled_ranks(int n) {
 
 namespace {
 
-struct Load {  // one rank, one round, one level
-  std::size_t msgs_out = 0, msgs_in = 0;
-  std::size_t unrouted = 0, bytes_out = 0, bytes_in = 0;  // messages priced by the level's α/β
-  double routed = -1;  // the slowest of the messages priced on their routes (< 0: none)
+struct Load {  // one rank, one round, one level: the messages priced by the level's α/β
+  std::size_t msgs_out = 0, msgs_in = 0, bytes_out = 0, bytes_in = 0;
   std::size_t largest = 0;  // the largest message sent or received
   bool far = false;  // network level: a message leaves the group (or no groups are known)
 };
@@ -94,6 +94,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   const Routes* routes = placement.routes();
   std::vector<double> link_bytes(routes ? routes->links.size() : 0, 0.0);
   std::vector<int> touched, path;
+  std::vector<std::pair<double, bool>> arrivals;  // a rank's routed receives: time, eager
   const auto route = [&](int from, int to) -> const std::vector<int>& {
     path.clear();
     routes->path(placement.node_of(from), placement.node_of(to), path);
@@ -139,6 +140,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     std::vector<std::array<Load, 2>> loads(plans.size());
     std::vector<std::size_t> copied(plans.size(), 0);  // bytes of the round's puts and gets
     std::vector<char> node_ops(plans.size(), 0);
+    std::vector<double> routed_done(plans.size(), 0.0);  // the rank's routed messages done
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (k >= plans[i].rounds.size()) continue;
       const int r = ranks[i];
@@ -146,36 +148,49 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       const auto mark_far = [&](Load& l, int peer) {
         l.far = l.far || !near_alpha || placement.group_of(r) != placement.group_of(peer);
       };
-      // A message on its route (routes given and the pair has a path); else by its level.
-      const auto on_route = [&](Load& l, int from, int to) {
-        if (!routes) return false;
+      // A message on its route (routes given and the pair has a path): its time; else < 0.
+      const auto on_route = [&](int from, int to) {
+        if (!routes) return -1.0;
         const std::vector<int>& links = route(from, to);
-        if (links.empty()) return false;
-        l.routed = std::max(l.routed, routed_time(links));
-        return true;
+        return links.empty() ? -1.0 : routed_time(links);
       };
+      arrivals.clear();
+      double sends_wait = 0;  // the slowest rendezvous send on its route
       for (const Transfer& t : round.sends) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
-        mark_far(l, t.peer);
         const std::size_t bytes = transfer_bytes(t, layout);
+        if (const double at = on_route(r, t.peer); at >= 0) {
+          if (routes->rendezvous_bytes > 0 && bytes >= routes->rendezvous_bytes) sends_wait = std::max(sends_wait, at);
+          continue;
+        }
+        mark_far(l, t.peer);
         ++l.msgs_out;
         l.largest = std::max(l.largest, bytes);
-        if (on_route(l, r, t.peer)) continue;
-        ++l.unrouted;
         l.bytes_out += bytes;
         if (groups && placement.group_of(r) != placement.group_of(t.peer))
           group_bytes[static_cast<long long>(placement.group_of(r)) * n + placement.group_of(t.peer)] += bytes;
       }
       for (const Transfer& t : round.recvs) {
         Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        const std::size_t bytes = transfer_bytes(t, layout);
+        if (const double at = on_route(t.peer, r); at >= 0) {
+          arrivals.emplace_back(at, routes->rendezvous_bytes == 0 || bytes < routes->rendezvous_bytes);
+          continue;
+        }
         mark_far(l, t.peer);
         ++l.msgs_in;
-        const std::size_t bytes = transfer_bytes(t, layout);
         l.largest = std::max(l.largest, bytes);
-        if (on_route(l, t.peer, r)) continue;
-        ++l.unrouted;
         l.bytes_in += bytes;
       }
+      // The routed receives in the order they arrive, each eager one followed by the
+      // receiver's overhead (see the header).
+      std::sort(arrivals.begin(), arrivals.end());
+      double done = sends_wait;
+      for (double t = 0; const auto& [at, eager] : arrivals) {
+        t = std::max(t, at) + (eager ? routes->recv_overhead_s : 0.0);
+        done = std::max(done, t);
+      }
+      routed_done[i] = done;
       for (const NodeOp& op : round.node) {
         node_ops[i] = 1;
         for (const BlockSpan& span : op.blocks)
@@ -185,7 +200,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     }
     double round_time = 0;
     for (std::size_t i = 0; i < plans.size(); ++i) {
-      double rank_time = 0;
+      double rank_time = routed_done[i];
       for (int lv = 0; lv < 2; ++lv) {
         const Load& l = loads[i][lv];
         std::size_t bytes = std::max(l.bytes_out, l.bytes_in);
@@ -194,9 +209,8 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         if (msgs == 0) continue;
         const double alpha = lv == 1 && !l.far ? params.group_alpha_s : cost[lv].alpha_s;
         const bool rendezvous = cost[lv].eager_bytes > 0 && l.largest > cost[lv].eager_bytes;
-        const double wire = std::max(l.unrouted > 0 ? alpha + cost[lv].beta_s_per_byte * static_cast<double>(bytes) : 0.0,
-                                     l.routed);
-        const double t = wire + (rendezvous ? cost[lv].rendezvous_s : 0.0) +
+        const double t = alpha + cost[lv].beta_s_per_byte * static_cast<double>(bytes) +
+                         (rendezvous ? cost[lv].rendezvous_s : 0.0) +
                          cost[lv].overhead_s * static_cast<double>(msgs - 1);
         rank_time = std::max(rank_time, t);
       }

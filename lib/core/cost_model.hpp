@@ -35,11 +35,20 @@
 // two ranks is priced on its own path:
 //          message = per_message_s + Σ latency of its links
 //                    + max over its links of β_link · (the link's bytes this round)
-//          level   = the slowest of the rank's messages on it + o_l · (msgs_l - 1) (+ ρ_l)
 // A link's bytes are those of every message of the round that crosses it (a fat pipe's:
-// the largest one: each message gets the full rate). This replaces, where a route exists,
-// α_l, β_l, the NIC sharing, the group term and group α: two messages that meet on a
-// router link share it, a message to a near node pays fewer hops. Rounds stay barriers.
+// the largest one: each message gets the full rate). A rank's routed messages of a round,
+// both levels together (one wait for all of them), then cost what an MPI library that
+// hands small messages over eagerly and large ones by rendezvous spends: a message below
+// rendezvous_bytes (eager; every message when it is 0) costs its sender nothing more and
+// its receiver recv_overhead_s once it has arrived, one message at a time in the order
+// they arrive; a message of rendezvous_bytes or more keeps its sender until it is
+// delivered and costs no CPU time:
+//          rank = max(t_n, the slowest rendezvous send),  t_0 = 0,
+//                 t_j = max(t_(j-1), arrival_j) + (eager_j ? recv_overhead_s : 0)
+// over its receives in the order of their arrival. This replaces, where a route exists,
+// α_l, β_l, o_l, the NIC sharing, the group term and group α: two messages that meet on a
+// router link share it, a message to a near node pays fewer hops, a rank that sends many
+// messages and receives few pays for the few. Rounds stay barriers.
 
 #include <agx/bytes.hpp>
 
@@ -147,7 +156,9 @@ struct Routes {
   /// Appends the links from node `from` to node `to` (from == to: a message inside the
   /// node; no links appended: that pair is priced by its level's α/β).
   std::function<void(int from, int to, std::vector<int>& links)> path;
-  double per_message_s = 0;  ///< fixed cost of each message (the sender's overhead)
+  double per_message_s = 0;    ///< added to each message's time on its path
+  double recv_overhead_s = 0;  ///< the receiver's CPU time per eager message, once arrived
+  std::size_t rendezvous_bytes = 0;  ///< messages this large or larger: rendezvous (0: none)
 };
 
 /// Routes are used up to this many ranks (the link loads need every rank's schedule);

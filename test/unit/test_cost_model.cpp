@@ -252,3 +252,41 @@ TEST_CASE("tuning files round-trip and reject bad lines", "[tuning]") {
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ngroup.nodes 2.5\n", "t"), Error);
   CHECK_THROWS_AS(parse_tuning("agx-tuning 1\ngroup.nodes 0\n", "t"), Error);
 }
+
+// Routes as SMPI spends CPU time: an eager message (below rendezvous_bytes) costs its
+// receiver recv_overhead_s once it has arrived, one at a time in arrival order, and its
+// sender nothing; a rendezvous message costs no CPU time. locality_bruck on 8 ranks,
+// k = 4: round 0 every rank receives 3 messages, round 1 ranks 0 and 4 exchange, round 2
+// rank 0 sends to 1, 2, 3 (and 4 to 5, 6, 7), which receive one message each.
+TEST_CASE("routes: the receiver's overhead per eager message, none for rendezvous ones", "[cost]") {
+  CostParams c;
+  c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
+  const double lat = 1e-6, o = 0.5e-6;
+  auto routes = std::make_shared<Routes>();
+  routes->links.assign(16, RouteLink{0.0, lat / 2, false});  // up and down per node, no β
+  routes->path = [](int from, int to, std::vector<int>& links) {
+    links.push_back(from);
+    links.push_back(8 + to);
+  };
+  routes->recv_overhead_s = o;
+  const Placement p = blocks_of(8, 1).with_routes(routes);
+  const auto lb = [&](std::size_t m) {
+    return predict_seconds(planner_for(Algorithm::locality_bruck), Layout::uniform(8, m), p, c, false, 4);
+  };
+  // Every message eager: 3 receives, then 1, then 1 (rank 0's three sends cost nothing).
+  CHECK(lb(8) == Approx(3 * lat + 5 * o));
+  routes->rendezvous_bytes = 64;
+  CHECK(lb(8) == Approx(3 * lat + 5 * o));  // below the threshold: still eager
+  CHECK(lb(64) == Approx(3 * lat));         // at it: rendezvous, no CPU time
+  // Arrival order: a receive that arrives after the overhead of the earlier ones is spent
+  // waits alone. Direct on 4 ranks, latency |i - j|² µs: rank 3 receives at 1, 4 and 9 µs
+  // and is done at 9.5 µs, not at 9 + 2·0.5.
+  auto far = std::make_shared<Routes>();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) far->links.push_back(RouteLink{0.0, (i - j) * (i - j) * 1e-6, false});
+  far->path = [](int from, int to, std::vector<int>& links) { links.push_back(from * 4 + to); };
+  far->recv_overhead_s = o;
+  CHECK(predict_seconds(planner_for(Algorithm::direct), Layout::uniform(4, 8), blocks_of(4, 1).with_routes(far), c) ==
+        Approx(9e-6 + o));
+}

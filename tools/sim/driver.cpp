@@ -28,10 +28,11 @@
 // --group-alpha S: the network α of a message inside a group (--groups; H,0 gives groups
 // for this α alone, as the fat tree's leaves); --leaders L: leaders per node of
 // `hierarchical` (AGX_HIER_LEADERS; default 1).
-// --routes KIND,A,B,LINK_BPS,LINK_LAT,LOOP_BPS,LOOP_LAT,MSG_S: the platform's links and
-// routes for the cost model (routes.hpp: KIND cluster, fattree or dragonfly with its shape
-// A,B; the links' bandwidth and latency, the loopback's, the sender's overhead per
-// message); then every message is priced on its own path (core/cost_model.hpp).
+// --routes KIND,A,B,LINK_BPS,LINK_LAT,LOOP_BPS,LOOP_LAT,RECV_S[,RENDEZVOUS_BYTES]: the
+// platform's links and routes for the cost model (routes.hpp: KIND cluster, fattree or
+// dragonfly with its shape A,B; the links' bandwidth and latency, the loopback's, the
+// receiver's overhead per eager message, smpi/or, and SMPI's detached-send threshold,
+// default 65536); then every message is priced on its own path (core/cost_model.hpp).
 // --unsimulated A,B: when `auto` or a baseline picks one of these, its row names the pick
 // and the prediction but is not simulated (sim_s nan, check `unsimulated`): direct at 1024
 // ranks puts 10^6 messages in flight at once, for many minutes of wall time.
@@ -187,8 +188,8 @@ std::string parse(int argc, char** argv, Args& a) {
   });
   value("--routes", [&](Text v) {
     const std::vector<std::string> f = split(v);
-    if (f.size() != 8)
-      throw CLI::ValidationError("--routes", "needs KIND,A,B,LINK_BPS,LINK_LAT,LOOP_BPS,LOOP_LAT,MSG_S, not '" + v + "'");
+    if (f.size() != 8 && f.size() != 9)
+      throw CLI::ValidationError("--routes", "needs KIND,A,B,LINK_BPS,LINK_LAT,LOOP_BPS,LOOP_LAT,RECV_S[,RENDEZVOUS_BYTES], not '" + v + "'");
     sim::RouteSpec r;
     r.kind = f[0];
     r.a = number<int>("--routes", f[1]);
@@ -197,7 +198,8 @@ std::string parse(int argc, char** argv, Args& a) {
     r.link_latency_s = number<double>("--routes", f[4]);
     r.loopback_bytes_per_s = number<double>("--routes", f[5]);
     r.loopback_latency_s = number<double>("--routes", f[6]);
-    r.per_message_s = number<double>("--routes", f[7]);
+    r.recv_overhead_s = number<double>("--routes", f[7]);
+    if (f.size() == 9) r.rendezvous_bytes = number<std::size_t>("--routes", f[8]);
     if (r.link_bytes_per_s <= 0 || r.loopback_bytes_per_s <= 0)
       throw CLI::ValidationError("--routes", "bandwidths must be above 0, not '" + v + "'");
     a.routes = r;

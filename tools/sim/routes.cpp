@@ -6,7 +6,8 @@ namespace agx::sim {
 
 std::shared_ptr<const Routes> make_routes(const RouteSpec& spec, int hosts) {
   auto routes = std::make_shared<Routes>();
-  routes->per_message_s = spec.per_message_s;
+  routes->recv_overhead_s = spec.recv_overhead_s;
+  routes->rendezvous_bytes = spec.rendezvous_bytes;
   const RouteLink link{1.0 / spec.link_bytes_per_s, spec.link_latency_s, false};
   const RouteLink loopback{1.0 / spec.loopback_bytes_per_s, spec.loopback_latency_s, true};
   const int h = hosts;

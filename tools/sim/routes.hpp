@@ -16,6 +16,7 @@
 
 #include "core/cost_model.hpp"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -26,7 +27,13 @@ struct RouteSpec {
   int a = 0, b = 0;  ///< the shape (see above)
   double link_bytes_per_s = 0, link_latency_s = 0;
   double loopback_bytes_per_s = 0, loopback_latency_s = 0;
-  double per_message_s = 0;  ///< the sender's CPU overhead per message (smpi/os)
+  /// SMPI's CPU time per message: an MPI_Isend costs its sender smpi/ois (0 here), a
+  /// message below smpi/send-is-detached-thresh (65536 B, the default) is sent detached
+  /// (eager: the sender goes on) and costs its receiver smpi/or once it has arrived
+  /// (SMPI's Request::finish_wait; MPI_Waitall takes its requests as they complete); a
+  /// larger one keeps its sender until it is delivered and costs no CPU time.
+  double recv_overhead_s = 0;         ///< smpi/or
+  std::size_t rendezvous_bytes = 65536;  ///< smpi/send-is-detached-thresh
 };
 
 /// The routes of `hosts` nodes of that shape; throws std::invalid_argument when the shape

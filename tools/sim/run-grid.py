@@ -96,7 +96,7 @@ def extra_algos(name):
     return [a for a in os.environ.get("AGX_SIM_EXTRA_ALGOS", "").split(",") if a]
 
 
-def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, tmp):
+def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, tmp, predict_only=False):
     hostfile = os.path.join(tmp, f"{pid}.hosts")
     with open(hostfile, "w") as f:
         for h in range(p["hosts"]):
@@ -112,7 +112,8 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
             "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)] +
            # smpirun drops empty arguments: no --selector-sizes when no selector runs
            (["--selector-sizes", ",".join(map(str, selector_sizes))] if selector_sizes else []) +
-           (["--unsimulated", ",".join(unsimulated)] if unsimulated else []))
+           (["--unsimulated", ",".join(unsimulated)] if unsimulated else []) +
+           (["--predict-only"] if predict_only else []))
     t0 = time.monotonic()
     # Output goes to build-sim/grid/<platform>.out as it comes (tail -f it to follow a run).
     out_path = os.path.join(tmp, f"{pid}.out")
@@ -140,7 +141,7 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
         rows.append({"platform": pid, "topology": p["topology"], "nranks": f[2], "ppn": f[3],
                      "algo": f[4], "ran": f[5], "bytes": f[6], "sim_s": f[7], "pred_s": f[8],
                      "point_wall_s": f[9], "run_wall_s": f"{wall:.1f}",
-                     "status": "unsimulated" if f[10] == "unsimulated" else "ok"})
+                     "status": f[10] if f[10] in ("unsimulated", "predicted") else "ok"})
     for b in sorted(set(sizes) | set(selector_sizes)):
         for a in algos:
             wanted = b in (selector_sizes if a.startswith("smpi:") else sizes)
@@ -162,6 +163,10 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=1, help="smpirun processes at once")
     ap.add_argument("--algos", help="comma-separated: run only these agx algorithms (and auto)")
     ap.add_argument("--no-selectors", action="store_true", help="leave out SMPI's selectors")
+    ap.add_argument("--sizes", help="comma-separated bytes per rank: only these of each platform's sizes")
+    ap.add_argument("--predict-only", action="store_true",
+                    help="every row's pick and prediction, nothing simulated (status 'predicted'; "
+                         "no selectors); for a model change against simulated times")
     ap.add_argument("--append", action="store_true",
                     help="keep the output's rows, replacing those of the points run now")
     ap.add_argument("--no-plot", action="store_true")
@@ -198,22 +203,26 @@ def main():
         if args.quick and p["nranks"] != 64:
             continue
         sizes = [8, 64 * KiB] if args.quick else g["sizes"]
+        if args.sizes:
+            sizes = [b for b in sizes if str(b) in args.sizes.split(",")]
         algos = g["algos"] + extra_algos(pid)
         if p["ppn"] > 1:
             algos = algos + NODE_PATHS
         algos = algos + ["auto"] + BASELINES
-        selectors = {} if args.no_selectors else dict(g["selectors"])
+        selectors = {} if args.no_selectors or args.predict_only else dict(g["selectors"])
         if only_algos is not None:
             algos = [a for a in algos if a in only_algos]
         # The driver runs selectors only at --selector-sizes: one set for all three here.
         sel_sizes = sorted(set().union(*selectors.values())) if selectors else []
+        if args.sizes:
+            sel_sizes = [b for b in sel_sizes if b in sizes]
         if args.quick:
             sel_sizes = sizes
         run_algos = algos + [f"smpi:{sel}" for sel in selectors]
         if run_algos:
             # agx algorithms run at `sizes`; a size only the selectors need runs them alone.
             tasks.append((binary, pid, p, run_algos, sizes, sel_sizes, g.get("unsimulated", []),
-                          args.timeout, tmp))
+                          args.timeout, tmp, args.predict_only))
     if args.append:  # rows of the points about to run are replaced
         planned = {(t[1], a, str(b)) for t in tasks for a in t[3]
                    for b in (t[5] if a.startswith("smpi:") else t[4])}
