@@ -1,6 +1,8 @@
 #pragma once
-// A communicator's set-up: its context (core/comm_context.hpp) made at its first call,
-// in as few collectives as the job allows (docs/hierarchy.md, "Set-up"):
+// A communicator's set-up: its context (core/comm_context.hpp) made at its first blocking
+// call, plan or choose_algorithm (a nonblocking start before any of them runs as the MPI
+// library's own call and sets nothing up: library_call.hpp), in as few collectives as
+// the job allows (docs/hierarchy.md, "Set-up"):
 //
 //   1. MPI_Comm_create over the user's group: the private communicator (no user
 //      attribute is copied, unlike MPI_Comm_dup)
