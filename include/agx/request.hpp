@@ -92,15 +92,19 @@ class Plan {
 };
 
 /// Starts an all-gather of bytes (same arguments and checks as allgather_bytes) and
-/// returns at once. With `automatic`, shared-memory and hierarchical choices are
-/// replaced by the cheapest point-to-point schedule (they cannot run in pieces); a
-/// forced shared_memory/hierarchical runs to completion inside this call.
+/// returns at once, without waiting for the other ranks (AGX_CHECK=1 excepted). The
+/// choice is a blocking call's; shared_memory and hierarchical run as schedules advanced
+/// by test(), AGX_INTEGRITY's end-to-end check included. On a communicator agx has not
+/// set up yet (no blocking call, plan or choose_algorithm on it so far) the call runs as
+/// the MPI library's MPI_Iallgatherv (algorithm() is `automatic`); the communicator is
+/// set up at its first blocking call (docs/nonblocking.md, "The first call on a new
+/// communicator").
 Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                               const Options& options = {});
 
-/// Plans a persistent all-gather over fixed buffers (collective: it duplicates the
-/// communicator so that its messages never meet other calls'). Same choice as
-/// start_allgather_bytes.
+/// Plans a persistent all-gather over fixed buffers. Collective, and it may wait for the
+/// other ranks (it makes the plan's requests and, on a new communicator, sets it up);
+/// Plan::start() then never does. Same choice as start_allgather_bytes.
 Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                           const Options& options = {});
 

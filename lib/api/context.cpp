@@ -122,20 +122,30 @@ CommContext& set_up(MPI_Comm user_comm) {
 
 }  // namespace
 
-CommContext& context(MPI_Comm user_comm) {
+CommContext* existing_context(MPI_Comm user_comm) {
   if (user_comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
-  if (CommContext* ctx = CommContext::find(user_comm)) return *ctx;
+  if (CommContext* ctx = CommContext::find(user_comm)) return ctx;
   int inter = 0;
   check_mpi(MPI_Comm_test_inter(user_comm, &inter), "MPI_Comm_test_inter");
   if (inter) throw Error(MPI_ERR_COMM, "agx: inter-communicators are not supported");
+  return nullptr;
+}
+
+CommContext& context(MPI_Comm user_comm) {
+  if (CommContext* ctx = existing_context(user_comm)) return *ctx;
   return set_up(user_comm);
 }
 
 CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout& layout) {
   CommContext& ctx = context(comm);
-  if (layout.nranks() != ctx.size())
+  check_call(ctx.size(), ctx.rank(), buffers, layout);
+  return ctx;
+}
+
+void check_call(int size, int rank, const Buffers& buffers, const Layout& layout) {
+  if (layout.nranks() != size)
     throw Error(MPI_ERR_ARG, "agx: layout has " + std::to_string(layout.nranks()) +
-                                 " blocks for a communicator of " + std::to_string(ctx.size()) +
+                                 " blocks for a communicator of " + std::to_string(size) +
                                  " ranks");
   // Every block must end, and all blocks together must fit, within what a pointer
   // difference can hold: sizes that wrap would move bytes to the wrong places.
@@ -163,8 +173,7 @@ CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout
       throw Error(MPI_ERR_COUNT, "agx: the blocks of ranks 0.." + std::to_string(b) +
                                      " add up to more bytes than a buffer can hold");
   }
-  check_buffers(buffers, any_bytes, layout.bytes(ctx.rank()));
-  return ctx;
+  check_buffers(buffers, any_bytes, layout.bytes(rank));
 }
 
 void check_buffers(const Buffers& buffers, bool any_bytes, std::size_t own_bytes) {

@@ -1,6 +1,8 @@
 #pragma once
-// A communicator's set-up: its context (core/comm_context.hpp) made at its first call,
-// in as few collectives as the job allows (docs/hierarchy.md, "Set-up"):
+// A communicator's set-up: its context (core/comm_context.hpp) made at its first blocking
+// call, plan or choose_algorithm (a nonblocking start before any of them runs as the MPI
+// library's own call and sets nothing up: library_call.hpp), in as few collectives as
+// the job allows (docs/hierarchy.md, "Set-up"):
 //
 //   1. MPI_Comm_create over the user's group: the private communicator (no user
 //      attribute is copied, unlike MPI_Comm_dup)
@@ -39,9 +41,17 @@ struct SetupRecord {
 /// Throws agx::Error for null or inter-communicators.
 CommContext& context(MPI_Comm user_comm);
 
+/// The context of `user_comm` if it is set up already, else null: local, never
+/// collective (a nonblocking start must not wait for the other ranks; api/library_call.hpp).
+/// Throws agx::Error for null or inter-communicators, as context() does.
+CommContext* existing_context(MPI_Comm user_comm);
+
 /// The context of `comm` after the checks every byte-level call makes (layout against
 /// the communicator, null buffers with bytes to move).
 CommContext& checked_context(MPI_Comm comm, const Buffers& buffers, const Layout& layout);
+
+/// Those checks for a communicator of `size` ranks on rank `rank`, without a context.
+void check_call(int size, int rank, const Buffers& buffers, const Layout& layout);
 
 /// The buffer half of those checks: no null receive buffer where any block has bytes, no
 /// null send buffer where this rank's block has bytes (out of place).

@@ -8,6 +8,7 @@
 
 #include "api/context.hpp"
 #include "api/dispatch.hpp"
+#include "api/library_call.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"
 #include "core/nonblocking.hpp"
@@ -129,6 +130,11 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
                               const Options& options) {
   check_config();
   detail::progress_from_environment();
+  // A communicator not set up yet: its set-up is a collective that waits for every rank,
+  // which a start must not do; the MPI library's own nonblocking all-gather serves the
+  // call (api/library_call.hpp). AGX_CHECK's agreement synchronizes anyway: it sets up.
+  if (existing_context(comm) == nullptr && !config().check)
+    return Request(start_library_call(comm, buffers, layout, options));
   CommContext& ctx = checked_context(comm, buffers, layout);
   const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // synchronizing

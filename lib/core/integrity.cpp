@@ -6,6 +6,7 @@
 
 #include "core/crc32c.hpp"
 #include "core/mpi_check.hpp"
+#include "core/nonblocking.hpp"
 
 #include <cstdio>
 
@@ -177,7 +178,19 @@ EndToEnd::EndToEnd(MPI_Comm comm, int rank, const Buffers& buffers, const Layout
   if (checks_.integrity) own_crc_ = crc32c(own_block(buffers_, layout_, rank_), layout_.bytes(rank_));
 }
 
-void EndToEnd::after() {
+EndToEnd::~EndToEnd() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (std::size_t i = 0; i < requests_.size(); ++i) {
+    MPI_Request& r = requests_[i];
+    if (r == MPI_REQUEST_NULL) continue;
+    if (i < requests_.size() / 2) MPI_Cancel(&r);  // a receive (the first half)
+    MPI_Request_free(&r);                          // a send of 4 bytes completes on its own
+  }
+}
+
+void EndToEnd::flip_seam() {
   const int n = layout_.nranks();
   if (flips_here(checks_, rank_, 0))
     for (int k = 1; k < n; ++k) {  // the first non-empty block after the own one
@@ -187,11 +200,60 @@ void EndToEnd::after() {
            "in the shared-memory stage (round 0) of algorithm " + checks_.name());
       break;
     }
+}
+
+void EndToEnd::after() {
+  flip_seam();
   if (!checks_.integrity) return;
-  std::vector<std::uint32_t> crcs(static_cast<std::size_t>(n));
-  // PMPI_ on purpose: under the interposer, MPI_Allgather would re-enter agx.
-  check_mpi(PMPI_Allgather(&own_crc_, 4, MPI_BYTE, crcs.data(), 4, MPI_BYTE, comm_),
+  std::vector<std::uint32_t> crcs(static_cast<std::size_t>(layout_.nranks()));
+  // PMPI_ on purpose: under the interposer, MPI_Iallgather would re-enter agx. Posted in
+  // blocking-call order (the same on every rank); while it runs, this process's pending
+  // nonblocking calls advance: a peer may wait in one of them (start(A) there, then this
+  // call) for this rank's part of A, its CRC message included.
+  MPI_Request r = MPI_REQUEST_NULL;
+  check_mpi(PMPI_Iallgather(&own_crc_, 4, MPI_BYTE, crcs.data(), 4, MPI_BYTE, comm_, &r),
             "MPI_Allgather (AGX_INTEGRITY)");
+  progress_until([&] {
+    int done = 0;
+    check_mpi(PMPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Allgather (AGX_INTEGRITY)");
+    return done != 0;
+  });
+  check(crcs);
+}
+
+void EndToEnd::post(int tag) {
+  flip_seam();
+  if (!checks_.integrity) return;
+  const int n = layout_.nranks();
+  crcs_.assign(static_cast<std::size_t>(n), 0);
+  crcs_[static_cast<std::size_t>(rank_)] = own_crc_;
+  requests_.assign(2 * static_cast<std::size_t>(n - 1), MPI_REQUEST_NULL);
+  std::size_t i = 0;
+  for (int p = 0; p < n; ++p)
+    if (p != rank_)
+      check_mpi(MPI_Irecv(&crcs_[static_cast<std::size_t>(p)], 4, MPI_BYTE, p, tag, comm_,
+                          &requests_[i++]),
+                "MPI_Irecv (AGX_INTEGRITY)");
+  for (int p = 0; p < n; ++p)
+    if (p != rank_)
+      check_mpi(MPI_Isend(&own_crc_, 4, MPI_BYTE, p, tag, comm_, &requests_[i++]),
+                "MPI_Isend (AGX_INTEGRITY)");
+}
+
+bool EndToEnd::test() {
+  if (!checks_.integrity) return true;
+  int done = 0;
+  std::vector<MPI_Status> st(requests_.size());
+  const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, st.data());
+  check_statuses(rc, st.data(), st.size(), "MPI_Testall (AGX_INTEGRITY)");
+  if (!done) return false;
+  requests_.clear();
+  check(crcs_);
+  return true;
+}
+
+void EndToEnd::check(const std::vector<std::uint32_t>& crcs) {
+  const int n = layout_.nranks();
   std::string failure;
   int more = 0;
   for (int b = 0; b < n; ++b) {

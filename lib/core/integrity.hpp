@@ -22,10 +22,14 @@
 // never receive the bad block finish normally.
 //
 // lib/hier's shared-memory and hierarchical paths (EndToEnd): the owner's CRC is taken
-// before the call, all CRCs are all-gathered on the communicator's private duplicate
-// (PMPI_Allgather) after it, and every rank checks every block it holds; the hop is
-// reported as "the shared-memory stage" (copies through the segment and, across nodes,
-// the leaders' exchange).
+// before the call, all CRCs are exchanged on the communicator's private duplicate after
+// it, and every rank checks every block it holds; the hop is reported as "the
+// shared-memory stage" (copies through the segment and, across nodes, the leaders'
+// exchange). A blocking call all-gathers the CRCs (PMPI_Iallgather, advancing the
+// process's pending calls while it waits, as any blocking wait of agx does); a nonblocking or
+// persistent one sends its CRC to every other rank as point-to-point messages on a tag
+// of its own, posted once its rounds are done and completed by test() (post(), test()),
+// so that nothing waits inside start() and calls in flight together never meet.
 //
 // The test seam AGX_TEST_FLIP=<rank>:<round> flips bit 0 of the first byte of the first
 // non-empty block that rank receives in that round, before the check (lib/hier: round 0,
@@ -111,17 +115,36 @@ class EndToEnd {
   /// Before the call: the own block's CRC. `comm` is the communicator's private duplicate.
   EndToEnd(MPI_Comm comm, int rank, const Buffers& buffers, const Layout& layout,
            const Checks& checks);
-  /// After the call: the flip seam, the CRCs all-gathered (collective over `comm` when
-  /// AGX_INTEGRITY is on), every block checked; throws agx::Error(MPI_ERR_OTHER).
+  /// Withdraws the messages of a post() that test() did not complete (a failed call).
+  ~EndToEnd();
+  EndToEnd(const EndToEnd&) = delete;
+  EndToEnd& operator=(const EndToEnd&) = delete;
+
+  /// After a blocking call: the flip seam, the CRCs all-gathered (collective over `comm`
+  /// when AGX_INTEGRITY is on; pending nonblocking calls advance meanwhile), every block
+  /// checked; throws agx::Error(MPI_ERR_OTHER).
   void after();
 
+  /// After a nonblocking call's rounds: the flip seam, then (AGX_INTEGRITY) this rank's
+  /// CRC sent to every other rank and theirs received, on `tag` over `comm`. Waits for
+  /// nobody; test() completes it.
+  void post(int tag);
+  /// Advances what post() started: true once every CRC is in and every block was
+  /// checked. Throws what after() throws, with the same message.
+  bool test();
+
  private:
+  void flip_seam();
+  void check(const std::vector<std::uint32_t>& crcs);
+
   MPI_Comm comm_;
   int rank_;
   Buffers buffers_;
   Layout layout_;
   Checks checks_;
   std::uint32_t own_crc_ = 0;
+  std::vector<std::uint32_t> crcs_;    ///< post(): every rank's CRC, as it arrives
+  std::vector<MPI_Request> requests_;  ///< post(): the receives, then the sends
 };
 
 /// "0x1c2d3e4f".

@@ -172,8 +172,10 @@ std::string Selector::reason(const Layout& layout, bool in_place) const {
   return "lowest predicted time (" + tuning_.source + ")";
 }
 
-AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
-                                 bool in_place) {
+namespace {
+
+// The option, then AGX_ALGO: select_algorithm's checks that need no communicator.
+AlgorithmChoice option_or_environment(const Options& options) {
   if (options.radix != 0 && options.algorithm == Algorithm::automatic)
     throw Error(MPI_ERR_ARG, "agx: Options::radix = " + std::to_string(options.radix) +
                                  " needs a forced algorithm that takes a radix (bruck)");
@@ -184,6 +186,28 @@ AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const O
       throw Error(MPI_ERR_ARG, "agx: " + bad->message());
     if (c.forced) choice = *c.forced;
   }
+  return choice;
+}
+
+void check_serves(const AlgorithmChoice& choice, int nranks) {
+  const std::string why = planner_for(choice.id).unsupported_reason({nranks, 0, choice.radix});
+  if (!why.empty())
+    throw Error(MPI_ERR_ARG, "agx: algorithm '" + to_string(choice) + "' cannot serve this call: " + why);
+}
+
+}  // namespace
+
+AlgorithmChoice forced_choice(const Options& options, int nranks) {
+  const AlgorithmChoice choice = option_or_environment(options);
+  const Algorithm a = choice.id;
+  if (a != Algorithm::automatic && a != Algorithm::hierarchical && a != Algorithm::shared_memory)
+    check_serves(choice, nranks);
+  return choice;
+}
+
+AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
+                                 bool in_place) {
+  const AlgorithmChoice choice = option_or_environment(options);
   const Algorithm a = choice.id;
   if (a == Algorithm::automatic) return ctx.selector().choose(layout, in_place);
   if (a == Algorithm::shared_memory && !can_serve(a, ctx.selector().placement()))
@@ -192,9 +216,7 @@ AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const O
                                  std::to_string(ctx.selector().placement().nodes()) +
                                  " nodes (use 'hierarchical')");
   if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return choice;  // lib/hier
-  const std::string why = planner_for(a).unsupported_reason({ctx.size(), 0, choice.radix});
-  if (!why.empty())
-    throw Error(MPI_ERR_ARG, "agx: algorithm '" + to_string(choice) + "' cannot serve this call: " + why);
+  check_serves(choice, ctx.size());
   return choice;
 }
 

@@ -75,4 +75,10 @@ std::string describe_selection(CommContext& ctx, const std::vector<std::size_t>&
 AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
                            bool in_place);
 
+/// What select_algorithm checks without a communicator: the option, then AGX_ALGO, with
+/// parameters checked and defaults filled in; `automatic` where the selector chooses. A
+/// forced point-to-point algorithm that cannot serve `nranks` ranks is an agx::Error too
+/// (MPI_ERR_ARG). For calls on a communicator agx has not set up (api/library_call.hpp).
+AlgorithmChoice forced_choice(const Options& options, int nranks);
+
 }  // namespace agx

@@ -221,8 +221,9 @@ const Schedule& node_schedule(CommContext& ctx, Algorithm a, std::size_t total) 
 
 // Phases: start() begins the node set-up if this is the communicator's first node call,
 // queues the region's claim and takes the call's tags, all in call order and without
-// waiting; test() advances the claim (set-up, growth, reuse) and then the schedule's
-// rounds. Nothing waits on a peer inside start().
+// waiting; test() advances the claim (set-up, growth, reuse), then the schedule's
+// rounds, then AGX_INTEGRITY's end-to-end check (its CRC messages, on a tag of the call).
+// Nothing waits on a peer inside start().
 struct NodeCall {
   std::shared_ptr<CommContext> ctx;  // keeps the segment alive past MPI_Comm_free
   const Schedule* schedule = nullptr;
@@ -234,6 +235,9 @@ struct NodeCall {
   std::optional<Execution> execution;
   std::optional<StallClock> clock;  // AGX_TIMEOUT while the claim waits
   std::uint64_t seen = 0;
+  std::optional<EndToEnd> check;  // AGX_INTEGRITY / AGX_TEST_FLIP (integrity.hpp)
+  int check_tag = 0;              // its CRC messages' tag (AGX_INTEGRITY)
+  bool checking = false;          // the rounds are done, the check is posted
 };
 
 void NodeCallDeleter::operator()(NodeCall* c) const noexcept { delete c; }
@@ -262,13 +266,6 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
   NodeCallPtr call(new NodeCall);
   call->ctx = ctx.share();
-  const Checks whole = Checks::of(a);
-  if (whole.integrity || whole.flip) {  // the same decision on every rank (not needed(rank))
-    // AGX_INTEGRITY's end-to-end check (or its test seam) is collective: the call runs
-    // whole, here, on the blocking path (docs/nonblocking.md).
-    run(ctx, a, buffers, layout);
-    return call;
-  }
   if (!h.node_started()) h.begin_node_set_up(ctx.next_tag());
   call->schedule = &node_schedule(ctx, a, total);
   call->algorithm = a;
@@ -278,6 +275,13 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   call->segment.emplace(h, *call->schedule, layout);
   call->segment->queue(ctx);
   call->tag = ctx.next_tag();
+  // The end-to-end check of the blocking path, as a last phase of test(): the owner's
+  // CRC now, the exchange once the rounds are done. Its tag is taken in call order (the
+  // setting is the same on every rank), so calls in flight together never meet.
+  const Checks checks = Checks::of(a);
+  if (checks.integrity) call->check_tag = ctx.next_tag();
+  if (EndToEnd::needed(checks, ctx.rank()))
+    call->check.emplace(ctx.comm(), ctx.rank(), buffers, layout, checks);
   if (timeout_seconds() > 0) {
     call->clock.emplace(timeout_seconds());
     call->seen = h.claim_steps();
@@ -287,7 +291,7 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
 }
 
 bool test_node_call(NodeCall& call) {
-  if (!call.segment) return true;  // ran whole in start()
+  if (call.checking) return call.check->test();
   if (!call.execution) {
     HierContext& h = hier_context(*call.ctx);
     if (!call.segment->claim()) {
@@ -309,7 +313,11 @@ bool test_node_call(NodeCall& call) {
                            config().max_message_bytes, *call.segment, checks);
     call.execution->start();
   }
-  return call.execution->test();
+  if (!call.execution->test()) return false;
+  if (!call.check) return true;
+  call.check->post(call.check_tag);
+  call.checking = true;
+  return call.check->test();
 }
 
 }  // namespace agx::hier

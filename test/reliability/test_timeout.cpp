@@ -7,7 +7,8 @@
 // Every call of LIST (blocking, start-wait, start-test, plan) runs on a fresh duplicate
 // of MPI_COMM_WORLD: first a warm-up call on every rank (the first call on a
 // communicator makes collective MPI calls agx cannot time out: MPI_Comm_dup, topology
-// discovery, the shared segment), then the same call again, which rank R skips.
+// discovery, the shared segment; before a start, a blocking call, which sets the
+// communicator up), then the same call again, which rank R skips.
 //   --expect abort   the call must not return: AGX_TIMEOUT_ACTION=abort ends the job
 //   --expect error   every other rank gets agx::Error with MPI_ERR_OTHER (with --mpi:
 //                    MPI_Allgather under the interposer returns MPI_ERR_OTHER through
@@ -80,6 +81,12 @@ void scenario(const std::string& how) {
   const std::vector<int> send = mine();
   agx::Plan plan;
   if (how == "plan") plan = agx::Allgather<int>(comm).plan(send, all);  // collective
+  // A start on a communicator without agx state runs as the MPI library's own call
+  // (docs/nonblocking.md): a blocking call sets the communicator up first.
+  if (how == "start-wait" || how == "start-test") {
+    const agx::Allgather<int> set_up(comm);
+    set_up(send, all);
+  }
   // Warm-up: every rank, so that the communicator's collective setup is done.
   if (call(comm, how, all, &plan) != MPI_SUCCESS || !correct(all)) {
     std::printf("FAIL rank %d %s: warm-up call failed\n", rank, how.c_str());
