@@ -5,20 +5,25 @@
 //              the fused layout addresses them where they are. The own pieces of
 //              out-of-place members are copied to their places first (what a single
 //              out-of-place call copies too), and the call runs in place.
-//   segmented: otherwise, on a point-to-point schedule: every fused block is the list
-//              of its pieces in the members' receive buffers, and the executor sends a
+//   segmented: otherwise: every fused block is the list of its pieces in the members'
+//              receive buffers. On a point-to-point schedule the executor sends a
 //              transfer's pieces as one hindexed datatype over MPI_BOTTOM
-//              (Execution::use_block_pieces). Only the own pieces of out-of-place
-//              members are copied, as in direct.
-//   staged:    where the block must be one range: the node paths (shared_memory,
-//              hierarchical, whose node stage copies blocks through the shared segment)
-//              and AGX_INTEGRITY / AGX_TEST_FLIP (whose per-round checksums read blocks
-//              as ranges). The own pieces are copied into one staging buffer at the own
-//              fused block, the call runs in place there, and every piece is copied out
-//              to its member's receive buffer (one copy in, one copy out).
+//              (Execution::use_block_pieces); on the node paths (shared_memory,
+//              hierarchical) the node stage gathers the own pieces straight into the
+//              node's shared segment and scatters every block from there straight into
+//              its pieces (hier::run_pieces, hier::start_node_call with pieces; the
+//              leaders' exchange moves ranges of the segment as before). Only the own
+//              pieces of out-of-place members are copied, as in direct.
+//   staged:    under AGX_INTEGRITY / AGX_TEST_FLIP (whose per-round and end-to-end
+//              checksums read blocks as ranges of one buffer): the own pieces are copied
+//              into one staging buffer at the own fused block, the call runs in place
+//              there, and every piece is copied out to its member's receive buffer.
 // All run in place, so that ranks running one way and ranks running another make the
 // same kind of call (AGX_CHECK compares in-place use across ranks). Whether a call runs
-// segmented depends only on the algorithm and the settings, the same on every rank.
+// segmented depends only on the algorithm and the settings, the same on every rank. On
+// a node path a rank whose group is direct runs the node call of pieces too (its pieces
+// are its blocks' ranges): the node stage's variants differ for pieces (no single copy,
+// no direct write, hier/node_stage.hpp), and every rank of a node call must run the same.
 
 #include <agx/error.hpp>
 #include <agx/fused.hpp>
@@ -158,12 +163,23 @@ BlockPieces block_pieces(std::span<const FusedPart> parts, const FusedPlan& f) {
   return bp;
 }
 
-/// Whether a fused call of `a` can run segmented: a point-to-point schedule, and no
-/// per-round checks (they read blocks as ranges of one buffer). Rank-independent.
+/// Whether a fused call of `a` can run segmented: no checksums or flip seam (they read
+/// blocks as ranges of one buffer). Rank-independent.
 bool can_segment(const AlgorithmChoice& a) {
-  if (is_node_path(a.id)) return false;
   const Checks c = Checks::of(a.id);
   return !c.integrity && !c.flip;
+}
+
+/// Whether a fused call of `a` runs as a node call of pieces on every rank, direct
+/// ranks included (see the header comment).
+bool node_pieces(const AlgorithmChoice& a) { return is_node_path(a.id) && can_segment(a); }
+
+/// A receive buffer of the group to name in the checks of a call that is not direct
+/// (the first that is not null: an empty member's may be).
+void* some_recv(std::span<const FusedPart> parts) {
+  for (const FusedPart& p : parts)
+    if (p.buffers.recv != nullptr) return p.buffers.recv;
+  return parts.front().buffers.recv;
 }
 
 /// Staged: the own pieces into the own fused block of `arena`.
@@ -203,11 +219,11 @@ struct FusedCall {
   FusedPlan plan;
   FusedWay way = FusedWay::staged;
   std::vector<std::byte> arena;
-  BlockPieces pieces;                 // segmented
+  BlockPieces pieces;                 // segmented (and direct on a node path)
   std::shared_ptr<CommContext> ctx;   // segmented: alive past MPI_Comm_free
-  std::optional<Execution> execution; // segmented
+  std::optional<Execution> execution; // segmented, point-to-point
   Algorithm algorithm = Algorithm::automatic;  // segmented
-  Request request;  // last: destroyed (waited for) before the arena
+  Request request;  // last: destroyed (waited for) before the arena and the pieces
   bool unpacked = false;
 
   bool test_running() {
@@ -266,8 +282,8 @@ void FusedStateDeleter::operator()(FusedState* s) const noexcept {
 
 namespace {
 
-/// The context and the algorithm of a fused call that is not direct (its layout is
-/// the rank-major one of the staging buffer; only the sizes matter for the choice).
+/// The context of a fused call of several members (a layout that is not direct is the
+/// rank-major one of the staging buffer; only the sizes matter for the choice).
 CommContext& fused_context(MPI_Comm comm, const FusedPlan& f, void* some_recv) {
   check_config();
   return checked_context(comm, {nullptr, some_recv, true}, f.layout());
@@ -365,21 +381,28 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
   }
   FusedPlan f = plan_fused(n, me, parts);
   FusedResult r{Algorithm::automatic, FusedWay::direct, f.total};
-  if (f.direct) {
-    place_own(parts, f);
-    r.algorithm = allgather_bytes(comm, f.buffers, f.layout(), options);
-    return r;
-  }
-  CommContext& ctx = fused_context(comm, f, parts.front().buffers.recv);
+  // Several members: the options name the algorithm (plan_calls), so choosing it here
+  // is what allgather_bytes would choose, on every rank.
+  void* const recv = f.direct ? f.buffers.recv : some_recv(parts);
+  CommContext& ctx = fused_context(comm, f, recv);
   const Layout layout = f.layout();
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, true);
+  if (f.direct && !node_pieces(a)) {
+    place_own(parts, f);
+    r.algorithm = allgather_bytes(comm, f.buffers, layout, options);
+    return r;
+  }
   r.algorithm = a.id;
   if (can_segment(a)) {
-    r.way = FusedWay::segmented;
+    r.way = f.direct ? FusedWay::direct : FusedWay::segmented;
     if (config().check) check_consistency(ctx, layout, a, true);
     place_own(parts, f);
     const BlockPieces bp = block_pieces(parts, f);
-    Execution e(ctx.schedule(a), {nullptr, parts.front().buffers.recv, true}, layout, ctx.comm(),
+    if (is_node_path(a.id)) {
+      hier::run_pieces(ctx, a.id, {nullptr, recv, true}, layout, bp);
+      return r;
+    }
+    Execution e(ctx.schedule(a), {nullptr, recv, true}, layout, ctx.comm(),
                 ctx.next_tag(), config().max_message_bytes, Checks::of(a.id));
     e.use_block_pieces(bp);
     e.start();
@@ -394,32 +417,70 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
   return r;
 }
 
+/// A node call of block pieces (hier::start_node_call) as an operation of the progress
+/// engine, registered like a single nonblocking call: whatever advances this process's
+/// running calls advances it too (a blocking call on the communicator first lets the
+/// node calls queued before it claim their regions of the segment; the progress thread).
+class NodePieces final : public detail::Operation {
+ public:
+  NodePieces(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+             const Layout& layout, const BlockPieces& pieces)
+      : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers), pieces_(pieces) {}
+
+ private:
+  void do_start() override {
+    call_ = hier::start_node_call(*ctx_, choice().id, buffers_, layout(), &pieces_);
+  }
+  bool do_test() override { return hier::test_node_call(*call_); }
+
+  std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free
+  Buffers buffers_;
+  const BlockPieces& pieces_;  // the FusedCall's, which outlives the request
+  hier::NodeCallPtr call_;
+};
+
+Request start_node_pieces(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                          const Layout& layout, const BlockPieces& pieces) {
+  detail::OperationPtr op(new NodePieces(ctx, a, buffers, layout, pieces));
+  detail::progress_register(op.get());
+  op->start();
+  return Request(std::move(op));
+}
+
 /// One nonblocking call over `parts` (copied into the call).
 std::unique_ptr<detail::FusedCall> start_call(MPI_Comm comm, int n, int me,
                                               std::vector<FusedPart> parts, const Options& options) {
   auto s = std::make_unique<detail::FusedCall>();
   s->parts = std::move(parts);
   s->plan = plan_fused(n, me, s->parts);
-  if (s->plan.direct) {
+  auto run_direct = [&] {
     s->way = FusedWay::direct;
     place_own(s->parts, s->plan);
     s->request = start_allgather_bytes(comm, s->plan.buffers, s->plan.layout(), options);
-    return s;
-  }
-  CommContext& ctx = fused_context(comm, s->plan, s->parts.front().buffers.recv);
+    return std::move(s);
+  };
+  // A member alone: its own call, whose options may leave the choice (and the first-call
+  // rule) to start_allgather_bytes. Several: the options name the algorithm (plan_calls).
+  if (s->parts.size() == 1 && s->plan.direct) return run_direct();
+  void* const recv = s->plan.direct ? s->plan.buffers.recv : some_recv(s->parts);
+  CommContext& ctx = fused_context(comm, s->plan, recv);
   const Layout layout = s->plan.layout();
   const AlgorithmChoice a = select_nonblocking(ctx, layout, options, true);
+  if (s->plan.direct && !node_pieces(a)) return run_direct();
   if (can_segment(a)) {
-    s->way = FusedWay::segmented;
+    s->way = s->plan.direct ? FusedWay::direct : FusedWay::segmented;
     if (config().check) check_consistency(ctx, layout, a, true);
     s->ctx = ctx.share();
     place_own(s->parts, s->plan);
     s->pieces = block_pieces(s->parts, s->plan);
-    s->execution.emplace(ctx.schedule(a), Buffers{nullptr, s->parts.front().buffers.recv, true},
-                         s->plan.layout(), ctx.comm(), ctx.next_tag(),
-                         config().max_message_bytes, Checks::of(a.id));
-    s->execution->use_block_pieces(s->pieces);
     s->algorithm = a.id;
+    if (is_node_path(a.id)) {
+      s->request = start_node_pieces(ctx, a, Buffers{nullptr, recv, true}, layout, s->pieces);
+      return s;
+    }
+    s->execution.emplace(ctx.schedule(a), Buffers{nullptr, recv, true}, s->plan.layout(),
+                         ctx.comm(), ctx.next_tag(), config().max_message_bytes, Checks::of(a.id));
+    s->execution->use_block_pieces(s->pieces);
     s->execution->start();
     return s;
   }
