@@ -24,6 +24,10 @@
 // a node path a rank whose group is direct runs the node call of pieces too (its pieces
 // are its blocks' ranges): the node stage's variants differ for pieces (no single copy,
 // no direct write, hier/node_stage.hpp), and every rank of a node call must run the same.
+// A call of several members runs its path itself (run_ranges, start_running), never
+// through the entry points, whose lib/cuda agreement on memory kinds is collective: a
+// direct rank making it while a segmented rank does not would wait forever. A member
+// alone is the call it would be without the group, on every rank.
 
 #include <agx/error.hpp>
 #include <agx/fused.hpp>
@@ -368,6 +372,23 @@ std::vector<FusedPart> subset(std::span<const FusedPart> parts, const std::vecto
   return out;
 }
 
+/// Runs `a` on `buffers` (in place) as ranges of `layout`: what run_selected runs for
+/// host buffers, without its device-memory agreement (lib/cuda), which a fused call of
+/// several members never needs (host buffers only, check_parts) and which every rank
+/// must make alike: no rank of a fused call of several members makes it, whatever way
+/// its buffers let it take.
+void run_ranges(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                const Layout& layout) {
+  if (is_node_path(a.id)) {
+    hier::run(ctx, a.id, buffers, layout);
+    return;
+  }
+  Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
+              config().max_message_bytes, Checks::of(a.id));
+  e.start();
+  wait_blocking(e);
+}
+
 /// One blocking call over `parts`.
 FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> parts,
                      const Options& options) {
@@ -379,31 +400,30 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
     for (std::size_t b : p.bytes) total += b;
     return {a, FusedWay::direct, total};
   }
+  // Several members: the options name the algorithm (plan_calls), so the choice here is
+  // the same on every rank, whatever way each rank takes.
   FusedPlan f = plan_fused(n, me, parts);
-  FusedResult r{Algorithm::automatic, FusedWay::direct, f.total};
-  // Several members: the options name the algorithm (plan_calls), so choosing it here
-  // is what allgather_bytes would choose, on every rank.
   void* const recv = f.direct ? f.buffers.recv : some_recv(parts);
   CommContext& ctx = fused_context(comm, f, recv);
   const Layout layout = f.layout();
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, true);
-  if (f.direct && !node_pieces(a)) {
-    place_own(parts, f);
-    r.algorithm = allgather_bytes(comm, f.buffers, layout, options);
-    return r;
-  }
-  r.algorithm = a.id;
-  if (can_segment(a)) {
+  FusedResult r{a.id, FusedWay::direct, f.total};
+  if (config().check) check_consistency(ctx, layout, a, true);
+  const Buffers in_place{nullptr, recv, true};
+  if (f.direct || can_segment(a)) {
     r.way = f.direct ? FusedWay::direct : FusedWay::segmented;
-    if (config().check) check_consistency(ctx, layout, a, true);
     place_own(parts, f);
-    const BlockPieces bp = block_pieces(parts, f);
-    if (is_node_path(a.id)) {
-      hier::run_pieces(ctx, a.id, {nullptr, recv, true}, layout, bp);
+    if (f.direct && !node_pieces(a)) {
+      run_ranges(ctx, a, f.buffers, layout);
       return r;
     }
-    Execution e(ctx.schedule(a), {nullptr, recv, true}, layout, ctx.comm(),
-                ctx.next_tag(), config().max_message_bytes, Checks::of(a.id));
+    const BlockPieces bp = block_pieces(parts, f);
+    if (is_node_path(a.id)) {
+      hier::run_pieces(ctx, a.id, in_place, layout, bp);
+      return r;
+    }
+    Execution e(ctx.schedule(a), in_place, layout, ctx.comm(), ctx.next_tag(),
+                config().max_message_bytes, Checks::of(a.id));
     e.use_block_pieces(bp);
     e.start();
     wait_blocking(e);
@@ -412,39 +432,51 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
   r.way = FusedWay::staged;
   std::vector<std::byte> arena(f.total);
   pack_own(parts, f, arena.data());
-  run_selected(ctx, a, {nullptr, arena.data(), true}, layout);
+  run_ranges(ctx, a, {nullptr, arena.data(), true}, layout);
   unpack(parts, f, arena.data());
   return r;
 }
 
-/// A node call of block pieces (hier::start_node_call) as an operation of the progress
-/// engine, registered like a single nonblocking call: whatever advances this process's
-/// running calls advances it too (a blocking call on the communicator first lets the
-/// node calls queued before it claim their regions of the segment; the progress thread).
-class NodePieces final : public detail::Operation {
+/// A node call (hier::start_node_call, of block pieces where given) as an operation of
+/// the progress engine, registered like a single nonblocking call: whatever advances
+/// this process's running calls advances it too (a blocking call on the communicator
+/// first lets the node calls queued before it claim their regions of the segment; the
+/// progress thread).
+class NodeOperation final : public detail::Operation {
  public:
-  NodePieces(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
-             const Layout& layout, const BlockPieces& pieces)
+  NodeOperation(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                const Layout& layout, const BlockPieces* pieces)
       : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers), pieces_(pieces) {}
 
  private:
   void do_start() override {
-    call_ = hier::start_node_call(*ctx_, choice().id, buffers_, layout(), &pieces_);
+    call_ = hier::start_node_call(*ctx_, choice().id, buffers_, layout(), pieces_);
   }
   bool do_test() override { return hier::test_node_call(*call_); }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free
   Buffers buffers_;
-  const BlockPieces& pieces_;  // the FusedCall's, which outlives the request
+  const BlockPieces* pieces_;  // the FusedCall's, which outlives the request
   hier::NodeCallPtr call_;
 };
 
-Request start_node_pieces(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
-                          const Layout& layout, const BlockPieces& pieces) {
-  detail::OperationPtr op(new NodePieces(ctx, a, buffers, layout, pieces));
-  detail::progress_register(op.get());
-  op->start();
-  return Request(std::move(op));
+/// Starts `a` on `buffers` (in place), blocks as pieces where `pieces` is not null;
+/// like run_ranges, without lib/cuda's agreement.
+void start_running(detail::FusedCall& s, CommContext& ctx, const AlgorithmChoice& a,
+                   const Buffers& buffers, const Layout& layout, const BlockPieces* pieces) {
+  s.ctx = ctx.share();
+  s.algorithm = a.id;
+  if (is_node_path(a.id)) {
+    detail::OperationPtr op(new NodeOperation(ctx, a, buffers, layout, pieces));
+    detail::progress_register(op.get());
+    op->start();
+    s.request = Request(std::move(op));
+    return;
+  }
+  s.execution.emplace(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
+                      config().max_message_bytes, Checks::of(a.id));
+  if (pieces != nullptr) s.execution->use_block_pieces(*pieces);
+  s.execution->start();
 }
 
 /// One nonblocking call over `parts` (copied into the call).
@@ -453,41 +485,34 @@ std::unique_ptr<detail::FusedCall> start_call(MPI_Comm comm, int n, int me,
   auto s = std::make_unique<detail::FusedCall>();
   s->parts = std::move(parts);
   s->plan = plan_fused(n, me, s->parts);
-  auto run_direct = [&] {
-    s->way = FusedWay::direct;
+  if (s->parts.size() == 1) {  // a member alone: its own call (its options may leave the
+    s->way = FusedWay::direct;  // choice, and the first-call rule, to the entry point)
     place_own(s->parts, s->plan);
     s->request = start_allgather_bytes(comm, s->plan.buffers, s->plan.layout(), options);
-    return std::move(s);
-  };
-  // A member alone: its own call, whose options may leave the choice (and the first-call
-  // rule) to start_allgather_bytes. Several: the options name the algorithm (plan_calls).
-  if (s->parts.size() == 1 && s->plan.direct) return run_direct();
-  void* const recv = s->plan.direct ? s->plan.buffers.recv : some_recv(s->parts);
-  CommContext& ctx = fused_context(comm, s->plan, recv);
-  const Layout layout = s->plan.layout();
+    return s;
+  }
+  // Several members: the options name the algorithm (plan_calls), as in run_call.
+  const FusedPlan& f = s->plan;
+  void* const recv = f.direct ? f.buffers.recv : some_recv(s->parts);
+  CommContext& ctx = fused_context(comm, f, recv);
+  const Layout layout = f.layout();  // (a view of s->plan, which the call keeps)
   const AlgorithmChoice a = select_nonblocking(ctx, layout, options, true);
-  if (s->plan.direct && !node_pieces(a)) return run_direct();
-  if (can_segment(a)) {
-    s->way = s->plan.direct ? FusedWay::direct : FusedWay::segmented;
-    if (config().check) check_consistency(ctx, layout, a, true);
-    s->ctx = ctx.share();
-    place_own(s->parts, s->plan);
-    s->pieces = block_pieces(s->parts, s->plan);
-    s->algorithm = a.id;
-    if (is_node_path(a.id)) {
-      s->request = start_node_pieces(ctx, a, Buffers{nullptr, recv, true}, layout, s->pieces);
+  if (config().check) check_consistency(ctx, layout, a, true);
+  if (f.direct || can_segment(a)) {
+    s->way = f.direct ? FusedWay::direct : FusedWay::segmented;
+    place_own(s->parts, f);
+    if (f.direct && !node_pieces(a)) {
+      start_running(*s, ctx, a, f.buffers, layout, nullptr);
       return s;
     }
-    s->execution.emplace(ctx.schedule(a), Buffers{nullptr, recv, true}, s->plan.layout(),
-                         ctx.comm(), ctx.next_tag(), config().max_message_bytes, Checks::of(a.id));
-    s->execution->use_block_pieces(s->pieces);
-    s->execution->start();
+    s->pieces = block_pieces(s->parts, f);
+    start_running(*s, ctx, a, {nullptr, recv, true}, layout, &s->pieces);
     return s;
   }
   s->way = FusedWay::staged;
-  s->arena.resize(s->plan.total);
-  pack_own(s->parts, s->plan, s->arena.data());
-  s->request = start_allgather_bytes(comm, {nullptr, s->arena.data(), true}, layout, options);
+  s->arena.resize(f.total);
+  pack_own(s->parts, f, s->arena.data());
+  start_running(*s, ctx, a, {nullptr, s->arena.data(), true}, layout, nullptr);
   return s;
 }
 
