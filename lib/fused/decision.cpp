@@ -67,16 +67,21 @@ class Pricer {
     const std::size_t least = *std::min_element(block_.begin(), block_.end());
     const std::size_t total = std::accumulate(block_.begin(), block_.end(), std::size_t{0});
     const double copy = copy_s_per_byte_at(sel_.tuning().params, total);
+    // With one rank per node a node path's schedule is point-to-point messages.
+    const bool one_per_node = sel_.placement().nodes() == sel_.placement().nranks();
     FusionCall c;
     c.predicted_s = std::numeric_limits<double>::infinity();
     for (const auto& [a, s] : sel_.predictions(layout, true)) {
       const bool node = is_node_path(a.id);
       if (node && !settings_.node_paths) continue;
-      const bool staged = node || !settings_.segments;
+      const bool staged = !settings_.segments;
+      const bool messages = !node || one_per_node;
       // The own pieces into place (every way). Staged: every piece out of the staging
-      // buffer. Segmented: the MPI library packs and unpacks messages of several pieces
-      // (no single copy), about the bytes a rank receives once more on each side.
-      const std::size_t extra = staged ? total : 2 * (total - least);
+      // buffer. Segmented, in messages: the MPI library packs and unpacks messages of
+      // several pieces (no single copy), about the bytes a rank receives once more on
+      // each side. Segmented on a node stage: nothing more (its copies into and out of
+      // the segment, which `s` prices, gather and scatter the pieces).
+      const std::size_t extra = staged ? total : messages ? 2 * (total - least) : 0;
       const double t = s + copy * static_cast<double>(own + extra);
       if (t < c.predicted_s) c.predicted_s = t, c.algorithm = a, c.staged = staged;
     }

@@ -8,10 +8,13 @@
 //                    for its layout;
 //   a fused call:    over every algorithm that can serve it, the prediction for the
 //                    fused layout (in place) plus its copies at the copy rate: the own
-//                    pieces (every way); on a staged path (shared_memory, hierarchical,
-//                    or any path under per-round checks) every piece out of the staging
-//                    buffer; on a segmented one the MPI library's packing of messages
-//                    of several pieces (twice the bytes a rank receives); the cheapest.
+//                    pieces (every way); staged (any path under AGX_INTEGRITY or
+//                    AGX_TEST_FLIP) every piece out of the staging buffer; segmented on
+//                    a point-to-point schedule (or a node path with one rank per node)
+//                    the MPI library's packing of messages of several pieces (twice the
+//                    bytes a rank receives); segmented on a node stage (shared_memory,
+//                    hierarchical) nothing more, its copies through the segment gather
+//                    and scatter the pieces; the cheapest.
 // Candidates: all members as one call; every member alone; and, members ordered by size,
 // for each size class boundary: the smaller ones fused and the larger ones fused, the
 // smaller fused and the larger alone, the smaller alone and the larger fused. The
@@ -34,7 +37,7 @@ class Selector;
 struct FusionCall {
   std::vector<std::size_t> members;
   AlgorithmChoice algorithm;  ///< the algorithm priced (and forced for a fused call)
-  bool staged = false;        ///< priced with the staging buffer's copies
+  bool staged = false;        ///< priced with the staging buffer's copies (AGX_INTEGRITY)
   double predicted_s = 0;
 };
 

@@ -5,20 +5,29 @@
 //              the fused layout addresses them where they are. The own pieces of
 //              out-of-place members are copied to their places first (what a single
 //              out-of-place call copies too), and the call runs in place.
-//   segmented: otherwise, on a point-to-point schedule: every fused block is the list
-//              of its pieces in the members' receive buffers, and the executor sends a
+//   segmented: otherwise: every fused block is the list of its pieces in the members'
+//              receive buffers. On a point-to-point schedule the executor sends a
 //              transfer's pieces as one hindexed datatype over MPI_BOTTOM
-//              (Execution::use_block_pieces). Only the own pieces of out-of-place
-//              members are copied, as in direct.
-//   staged:    where the block must be one range: the node paths (shared_memory,
-//              hierarchical, whose node stage copies blocks through the shared segment)
-//              and AGX_INTEGRITY / AGX_TEST_FLIP (whose per-round checksums read blocks
-//              as ranges). The own pieces are copied into one staging buffer at the own
-//              fused block, the call runs in place there, and every piece is copied out
-//              to its member's receive buffer (one copy in, one copy out).
+//              (Execution::use_block_pieces); on the node paths (shared_memory,
+//              hierarchical) the node stage gathers the own pieces straight into the
+//              node's shared segment and scatters every block from there straight into
+//              its pieces (hier::run_pieces, hier::start_node_call with pieces; the
+//              leaders' exchange moves ranges of the segment as before). Only the own
+//              pieces of out-of-place members are copied, as in direct.
+//   staged:    under AGX_INTEGRITY / AGX_TEST_FLIP (whose per-round and end-to-end
+//              checksums read blocks as ranges of one buffer): the own pieces are copied
+//              into one staging buffer at the own fused block, the call runs in place
+//              there, and every piece is copied out to its member's receive buffer.
 // All run in place, so that ranks running one way and ranks running another make the
 // same kind of call (AGX_CHECK compares in-place use across ranks). Whether a call runs
-// segmented depends only on the algorithm and the settings, the same on every rank.
+// segmented depends only on the algorithm and the settings, the same on every rank. On
+// a node path a rank whose group is direct runs the node call of pieces too (its pieces
+// are its blocks' ranges): the node stage's variants differ for pieces (no single copy,
+// no direct write, hier/node_stage.hpp), and every rank of a node call must run the same.
+// A call of several members runs its path itself (run_ranges, start_running), never
+// through the entry points, whose lib/cuda agreement on memory kinds is collective: a
+// direct rank making it while a segmented rank does not would wait forever. A member
+// alone is the call it would be without the group, on every rank.
 
 #include <agx/error.hpp>
 #include <agx/fused.hpp>
@@ -158,12 +167,23 @@ BlockPieces block_pieces(std::span<const FusedPart> parts, const FusedPlan& f) {
   return bp;
 }
 
-/// Whether a fused call of `a` can run segmented: a point-to-point schedule, and no
-/// per-round checks (they read blocks as ranges of one buffer). Rank-independent.
+/// Whether a fused call of `a` can run segmented: no checksums or flip seam (they read
+/// blocks as ranges of one buffer). Rank-independent.
 bool can_segment(const AlgorithmChoice& a) {
-  if (is_node_path(a.id)) return false;
   const Checks c = Checks::of(a.id);
   return !c.integrity && !c.flip;
+}
+
+/// Whether a fused call of `a` runs as a node call of pieces on every rank, direct
+/// ranks included (see the header comment).
+bool node_pieces(const AlgorithmChoice& a) { return is_node_path(a.id) && can_segment(a); }
+
+/// A receive buffer of the group to name in the checks of a call that is not direct
+/// (the first that is not null: an empty member's may be).
+void* some_recv(std::span<const FusedPart> parts) {
+  for (const FusedPart& p : parts)
+    if (p.buffers.recv != nullptr) return p.buffers.recv;
+  return parts.front().buffers.recv;
 }
 
 /// Staged: the own pieces into the own fused block of `arena`.
@@ -203,11 +223,11 @@ struct FusedCall {
   FusedPlan plan;
   FusedWay way = FusedWay::staged;
   std::vector<std::byte> arena;
-  BlockPieces pieces;                 // segmented
+  BlockPieces pieces;                 // segmented (and direct on a node path)
   std::shared_ptr<CommContext> ctx;   // segmented: alive past MPI_Comm_free
-  std::optional<Execution> execution; // segmented
+  std::optional<Execution> execution; // segmented, point-to-point
   Algorithm algorithm = Algorithm::automatic;  // segmented
-  Request request;  // last: destroyed (waited for) before the arena
+  Request request;  // last: destroyed (waited for) before the arena and the pieces
   bool unpacked = false;
 
   bool test_running() {
@@ -266,8 +286,8 @@ void FusedStateDeleter::operator()(FusedState* s) const noexcept {
 
 namespace {
 
-/// The context and the algorithm of a fused call that is not direct (its layout is
-/// the rank-major one of the staging buffer; only the sizes matter for the choice).
+/// The context of a fused call of several members (a layout that is not direct is the
+/// rank-major one of the staging buffer; only the sizes matter for the choice).
 CommContext& fused_context(MPI_Comm comm, const FusedPlan& f, void* some_recv) {
   check_config();
   return checked_context(comm, {nullptr, some_recv, true}, f.layout());
@@ -352,6 +372,23 @@ std::vector<FusedPart> subset(std::span<const FusedPart> parts, const std::vecto
   return out;
 }
 
+/// Runs `a` on `buffers` (in place) as ranges of `layout`: what run_selected runs for
+/// host buffers, without its device-memory agreement (lib/cuda), which a fused call of
+/// several members never needs (host buffers only, check_parts) and which every rank
+/// must make alike: no rank of a fused call of several members makes it, whatever way
+/// its buffers let it take.
+void run_ranges(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                const Layout& layout) {
+  if (is_node_path(a.id)) {
+    hier::run(ctx, a.id, buffers, layout);
+    return;
+  }
+  Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
+              config().max_message_bytes, Checks::of(a.id));
+  e.start();
+  wait_blocking(e);
+}
+
 /// One blocking call over `parts`.
 FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> parts,
                      const Options& options) {
@@ -363,24 +400,30 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
     for (std::size_t b : p.bytes) total += b;
     return {a, FusedWay::direct, total};
   }
+  // Several members: the options name the algorithm (plan_calls), so the choice here is
+  // the same on every rank, whatever way each rank takes.
   FusedPlan f = plan_fused(n, me, parts);
-  FusedResult r{Algorithm::automatic, FusedWay::direct, f.total};
-  if (f.direct) {
-    place_own(parts, f);
-    r.algorithm = allgather_bytes(comm, f.buffers, f.layout(), options);
-    return r;
-  }
-  CommContext& ctx = fused_context(comm, f, parts.front().buffers.recv);
+  void* const recv = f.direct ? f.buffers.recv : some_recv(parts);
+  CommContext& ctx = fused_context(comm, f, recv);
   const Layout layout = f.layout();
   const AlgorithmChoice a = select_algorithm(ctx, layout, options, true);
-  r.algorithm = a.id;
-  if (can_segment(a)) {
-    r.way = FusedWay::segmented;
-    if (config().check) check_consistency(ctx, layout, a, true);
+  FusedResult r{a.id, FusedWay::direct, f.total};
+  if (config().check) check_consistency(ctx, layout, a, true);
+  const Buffers in_place{nullptr, recv, true};
+  if (f.direct || can_segment(a)) {
+    r.way = f.direct ? FusedWay::direct : FusedWay::segmented;
     place_own(parts, f);
+    if (f.direct && !node_pieces(a)) {
+      run_ranges(ctx, a, f.buffers, layout);
+      return r;
+    }
     const BlockPieces bp = block_pieces(parts, f);
-    Execution e(ctx.schedule(a), {nullptr, parts.front().buffers.recv, true}, layout, ctx.comm(),
-                ctx.next_tag(), config().max_message_bytes, Checks::of(a.id));
+    if (is_node_path(a.id)) {
+      hier::run_pieces(ctx, a.id, in_place, layout, bp);
+      return r;
+    }
+    Execution e(ctx.schedule(a), in_place, layout, ctx.comm(), ctx.next_tag(),
+                config().max_message_bytes, Checks::of(a.id));
     e.use_block_pieces(bp);
     e.start();
     wait_blocking(e);
@@ -389,9 +432,51 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
   r.way = FusedWay::staged;
   std::vector<std::byte> arena(f.total);
   pack_own(parts, f, arena.data());
-  run_selected(ctx, a, {nullptr, arena.data(), true}, layout);
+  run_ranges(ctx, a, {nullptr, arena.data(), true}, layout);
   unpack(parts, f, arena.data());
   return r;
+}
+
+/// A node call (hier::start_node_call, of block pieces where given) as an operation of
+/// the progress engine, registered like a single nonblocking call: whatever advances
+/// this process's running calls advances it too (a blocking call on the communicator
+/// first lets the node calls queued before it claim their regions of the segment; the
+/// progress thread).
+class NodeOperation final : public detail::Operation {
+ public:
+  NodeOperation(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+                const Layout& layout, const BlockPieces* pieces)
+      : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers), pieces_(pieces) {}
+
+ private:
+  void do_start() override {
+    call_ = hier::start_node_call(*ctx_, choice().id, buffers_, layout(), pieces_);
+  }
+  bool do_test() override { return hier::test_node_call(*call_); }
+
+  std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free
+  Buffers buffers_;
+  const BlockPieces* pieces_;  // the FusedCall's, which outlives the request
+  hier::NodeCallPtr call_;
+};
+
+/// Starts `a` on `buffers` (in place), blocks as pieces where `pieces` is not null;
+/// like run_ranges, without lib/cuda's agreement.
+void start_running(detail::FusedCall& s, CommContext& ctx, const AlgorithmChoice& a,
+                   const Buffers& buffers, const Layout& layout, const BlockPieces* pieces) {
+  s.ctx = ctx.share();
+  s.algorithm = a.id;
+  if (is_node_path(a.id)) {
+    detail::OperationPtr op(new NodeOperation(ctx, a, buffers, layout, pieces));
+    detail::progress_register(op.get());
+    op->start();
+    s.request = Request(std::move(op));
+    return;
+  }
+  s.execution.emplace(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
+                      config().max_message_bytes, Checks::of(a.id));
+  if (pieces != nullptr) s.execution->use_block_pieces(*pieces);
+  s.execution->start();
 }
 
 /// One nonblocking call over `parts` (copied into the call).
@@ -400,33 +485,34 @@ std::unique_ptr<detail::FusedCall> start_call(MPI_Comm comm, int n, int me,
   auto s = std::make_unique<detail::FusedCall>();
   s->parts = std::move(parts);
   s->plan = plan_fused(n, me, s->parts);
-  if (s->plan.direct) {
-    s->way = FusedWay::direct;
+  if (s->parts.size() == 1) {  // a member alone: its own call (its options may leave the
+    s->way = FusedWay::direct;  // choice, and the first-call rule, to the entry point)
     place_own(s->parts, s->plan);
     s->request = start_allgather_bytes(comm, s->plan.buffers, s->plan.layout(), options);
     return s;
   }
-  CommContext& ctx = fused_context(comm, s->plan, s->parts.front().buffers.recv);
-  const Layout layout = s->plan.layout();
+  // Several members: the options name the algorithm (plan_calls), as in run_call.
+  const FusedPlan& f = s->plan;
+  void* const recv = f.direct ? f.buffers.recv : some_recv(s->parts);
+  CommContext& ctx = fused_context(comm, f, recv);
+  const Layout layout = f.layout();  // (a view of s->plan, which the call keeps)
   const AlgorithmChoice a = select_nonblocking(ctx, layout, options, true);
-  if (can_segment(a)) {
-    s->way = FusedWay::segmented;
-    if (config().check) check_consistency(ctx, layout, a, true);
-    s->ctx = ctx.share();
-    place_own(s->parts, s->plan);
-    s->pieces = block_pieces(s->parts, s->plan);
-    s->execution.emplace(ctx.schedule(a), Buffers{nullptr, s->parts.front().buffers.recv, true},
-                         s->plan.layout(), ctx.comm(), ctx.next_tag(),
-                         config().max_message_bytes, Checks::of(a.id));
-    s->execution->use_block_pieces(s->pieces);
-    s->algorithm = a.id;
-    s->execution->start();
+  if (config().check) check_consistency(ctx, layout, a, true);
+  if (f.direct || can_segment(a)) {
+    s->way = f.direct ? FusedWay::direct : FusedWay::segmented;
+    place_own(s->parts, f);
+    if (f.direct && !node_pieces(a)) {
+      start_running(*s, ctx, a, f.buffers, layout, nullptr);
+      return s;
+    }
+    s->pieces = block_pieces(s->parts, f);
+    start_running(*s, ctx, a, {nullptr, recv, true}, layout, &s->pieces);
     return s;
   }
   s->way = FusedWay::staged;
-  s->arena.resize(s->plan.total);
-  pack_own(s->parts, s->plan, s->arena.data());
-  s->request = start_allgather_bytes(comm, {nullptr, s->arena.data(), true}, layout, options);
+  s->arena.resize(f.total);
+  pack_own(s->parts, f, s->arena.data());
+  start_running(*s, ctx, a, {nullptr, s->arena.data(), true}, layout, nullptr);
   return s;
 }
 

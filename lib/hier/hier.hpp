@@ -13,6 +13,7 @@
 
 namespace agx {
 class CommContext;
+struct BlockPieces;
 }
 
 namespace agx::hier {
@@ -33,6 +34,15 @@ NodeStageParams stage_params(const HierContext& h);
 void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
          bool checked = true);
 
+/// run() for blocks made of pieces (a fused call, lib/fused; core/message.hpp): block b
+/// of `layout` is the list b of `pieces` (which holds its bytes), `buffers` are in place
+/// and their ranges are never touched (the own pieces hold the own block already). The
+/// node stage gathers and scatters the pieces (hier/node_stage.hpp); one rank per node
+/// sends them as the executor's block pieces. Runs no AGX_INTEGRITY end-to-end check and
+/// no AGX_TEST_FLIP (callers run such calls as ranges). Every rank of the call runs it so.
+void run_pieces(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
+                const BlockPieces& pieces);
+
 /// A shared_memory or hierarchical call running on the round engine (node_call.cpp):
 /// started at once, advanced by test_node_call without blocking.
 struct NodeCall;
@@ -40,8 +50,10 @@ struct NodeCallDeleter {
   void operator()(NodeCall* c) const noexcept;
 };
 using NodeCallPtr = std::unique_ptr<NodeCall, NodeCallDeleter>;
+/// `pieces`, where not null: blocks made of pieces, as run_pieces() says (it must outlive
+/// the call; not under AGX_INTEGRITY or AGX_TEST_FLIP).
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                            const Layout& layout);
+                            const Layout& layout, const BlockPieces* pieces = nullptr);
 /// Whether the node set-up has begun on `ctx` (by a blocking or a nonblocking call), so
 /// that a nonblocking node call of this layout finishes it, and any growth, from test()
 /// (the same answer on every rank: only calls every rank makes alike begin it).

@@ -22,6 +22,10 @@
 // Special cases: one rank per node runs the inter-node schedule directly on the user's
 // buffers; one node with small blocks (<= 504 B) passes them right behind the flags;
 // one node with large blocks uses single copy when enabled (node_stage.hpp).
+// Blocks made of pieces (run_pieces, a fused call): copy-in gathers, copy-out and the
+// inline exchange scatter the pieces; single copy and direct write, which publish one
+// range per rank, are not used then (the staged stage runs instead), and the leaders'
+// exchange moves segment ranges as always.
 // Restrictions: none on counts or placement; `shared_memory` needs all ranks on one
 // (virtual) node.
 
@@ -107,7 +111,10 @@ Checks inter_checks(const AlgorithmChoice& inter, const char* stage) {
   return c;
 }
 
-void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout) {
+// `pieces`: blocks made of pieces (run_pieces): no direct write and no single copy, which
+// publish one range per rank; the inline and staged stages gather and scatter the pieces.
+void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
+              const BlockPieces* pieces = nullptr) {
   HierContext& h = hier_context(ctx);
   h.prepare_node();
   h.running = a;
@@ -132,11 +139,12 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     Execution e(h.inter_schedule(inter), buffers, layout, h.leader_comm, h.next_leader_tag(),
                 config().max_message_bytes,
                 inter_checks(inter, "hierarchical with one rank per node"));
+    if (pieces != nullptr) e.use_block_pieces(*pieces);
     e.start();
     wait_blocking(e);
     return;
   }
-  if (t.nnodes == 1 && direct_write(h, buffers, layout)) return;  // direct_write.hpp
+  if (t.nnodes == 1 && pieces == nullptr && direct_write(h, buffers, layout)) return;  // direct_write.hpp
   const std::uint64_t gen = h.next_gen();
   h.wait_style_for(total / static_cast<std::size_t>(t.size));
   if (t.nnodes == 1) {
@@ -144,11 +152,11 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
     if (largest <= InlineBlock::capacity) {
       ++h.inline_calls;
-      inline_exchange(h, gen, buffers, layout);
+      inline_exchange(h, gen, buffers, layout, pieces);
       return;
     }
   }
-  if (t.nnodes == 1 && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
+  if (t.nnodes == 1 && pieces == nullptr && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
     ++h.single_copy_calls;
     single_copy(h, gen, buffers, layout);
     return;
@@ -162,6 +170,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   c.base = h.region(gen, total);
   c.seg_offset = &h.seg_offset;
   c.chunk_bytes = h.chunk_bytes();
+  c.pieces = pieces;
   copy_in(h, c);
   if (t.nnodes > 1 && t.local < h.leaders) {
     wait_node_complete(h, c, "leader: the node's copy-in before the inter-node stage");
@@ -208,6 +217,13 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
   EndToEnd check(ctx.comm(), ctx.rank(), buffers, layout, checks);  // the owner's CRC
   run_path(ctx, a, buffers, layout);
   check.after();
+}
+
+void run_pieces(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
+                const BlockPieces& pieces) {
+  if (!buffers.in_place)
+    throw Error(MPI_ERR_INTERN, "agx: a node call of block pieces must run in place");
+  run_path(ctx, a, buffers, layout, &pieces);
 }
 
 std::string describe(CommContext& ctx) {

@@ -11,6 +11,12 @@
 // owner's progress shows them; a get of another node's block waits for the ready flag of
 // every leader, which a leader raises once its last round of receives into the segment
 // is complete; finish() raises done, which the segment's next user of that region waits for.
+//
+// Blocks made of pieces (a fused call, lib/fused; hier.hpp's start_node_call): a put
+// gathers the own block's pieces chunk by chunk into the segment, a get scatters each
+// chunk into the block's pieces; with one rank per node the schedule's messages carry
+// the pieces (Execution::use_block_pieces). The flags and chunks are the same, so ranks
+// whose blocks are ranges and ranks whose blocks are pieces run one call together.
 
 #include "hier/node_call.hpp"
 
@@ -38,8 +44,11 @@ namespace {
 class StagedSegment final : public NodeSegment {
  public:
   // No flag is touched yet: the node set-up may still be running (begin()).
-  StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout)
-      : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()) {
+  // `pieces`, where not null: the blocks are these pieces (the call is in place), which
+  // put() gathers from and gets scatter into (hier/node_stage.hpp).
+  StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout,
+                const BlockPieces* pieces = nullptr)
+      : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()), pieces_(pieces) {
     h.mark_engine(gen_);
     const Topology& t = h.topo;
     std::size_t total = 0;
@@ -87,7 +96,8 @@ class StagedSegment final : public NodeSegment {
     for (const BlockSpan& span : op.blocks)
       for (int b = span.first; b < span.first + span.count; ++b) {
         const std::size_t bytes = layout.bytes(b);
-        const auto* src = (b == h_.topo.rank && !mine.in_place)
+        const auto* src = pieces_ != nullptr ? nullptr
+                          : (b == h_.topo.rank && !mine.in_place)
                               ? static_cast<const std::byte*>(mine.send)
                               : static_cast<const std::byte*>(mine.recv) + layout.offset(b);
         std::byte* dst = base_ + offsets_[static_cast<std::size_t>(b)];
@@ -95,7 +105,8 @@ class StagedSegment final : public NodeSegment {
         if (chunks == 0) own.progress.store(progress_mark(gen_, 0), std::memory_order_release);
         for (std::size_t k = 0; k < chunks; ++k) {
           const std::size_t at = k * chunk_, len = std::min(chunk_, bytes - at);
-          copy_bytes(dst + at, src + at, len);
+          if (pieces_ != nullptr) gather_pieces(dst + at, pieces_of(*pieces_, b), at, len);
+          else copy_bytes(dst + at, src + at, len);
           own.progress.store(progress_mark(gen_, k + 1), std::memory_order_release);
         }
         h_.notify();
@@ -180,11 +191,12 @@ class StagedSegment final : public NodeSegment {
       for (int l = 0; l < h_.leaders; ++l)
         if (h_.slot(l).ready.load(std::memory_order_acquire) < gen_) return false;
     }
-    std::byte* dst = static_cast<std::byte*>(mine.recv) + layout.offset(b);
+    std::byte* dst = pieces_ != nullptr ? nullptr : static_cast<std::byte*>(mine.recv) + layout.offset(b);
     const std::byte* src = base_ + offsets_[static_cast<std::size_t>(b)];
     for (; done < available; ++done) {
       const std::size_t at = done * chunk_, len = std::min(chunk_, bytes - at);
-      copy_bytes(dst + at, src + at, len);
+      if (pieces_ != nullptr) scatter_pieces(pieces_of(*pieces_, b), at, src + at, len);
+      else copy_bytes(dst + at, src + at, len);
     }
     return done == chunks;
   }
@@ -192,6 +204,7 @@ class StagedSegment final : public NodeSegment {
   HierContext& h_;
   std::uint64_t gen_;
   std::size_t chunk_;
+  const BlockPieces* pieces_;  // null: the blocks are ranges of the caller's buffers
   std::vector<std::size_t> bytes_, offsets_;  // the blocks in the segment
   Layout seg_layout_;
   Buffers seg_buffers_{};
@@ -230,6 +243,7 @@ struct NodeCall {
   Algorithm algorithm = Algorithm::shared_memory;
   Buffers buffers{};
   Layout layout;  // a view, as Execution keeps it
+  const BlockPieces* pieces = nullptr;  // blocks made of pieces (start_node_call)
   int tag = 0;
   std::optional<StagedSegment> segment;
   std::optional<Execution> execution;
@@ -256,7 +270,7 @@ bool defer_node_set_up(CommContext& ctx, bool mark) {
 }
 
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                            const Layout& layout) {
+                            const Layout& layout, const BlockPieces* pieces) {
   HierContext& h = hier_context(ctx);
   if (a == Algorithm::shared_memory && h.topo.nnodes > 1)
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
@@ -271,8 +285,9 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   call->algorithm = a;
   call->buffers = buffers;
   call->layout = layout;
+  call->pieces = pieces;
   h.running = a;
-  call->segment.emplace(h, *call->schedule, layout);
+  call->segment.emplace(h, *call->schedule, layout, pieces);
   call->segment->queue(ctx);
   call->tag = ctx.next_tag();
   // The end-to-end check of the blocking path, as a last phase of test(): the owner's
@@ -311,6 +326,10 @@ bool test_node_call(NodeCall& call) {
     checks.stage = "node schedule (nonblocking)";
     call.execution.emplace(*call.schedule, call.buffers, call.layout, call.ctx->comm(), call.tag,
                            config().max_message_bytes, *call.segment, checks);
+    // One rank per node: the schedule is point-to-point on the caller's blocks, whose
+    // messages then carry the blocks' pieces (other schedules move pieces in put/get).
+    if (call.pieces != nullptr && h.topo.nnodes == h.topo.size)
+      call.execution->use_block_pieces(*call.pieces);
     call.execution->start();
   }
   if (!call.execution->test()) return false;

@@ -28,9 +28,17 @@ std::byte* recv_at(const Buffers& b, const Layout& l, int rank) {
 }
 
 // Copies blocks `ranks` (communicator ranks, increasing) from the segment to the
-// receive buffer, merging neighbours that are adjacent on both sides into one memcpy.
+// receive buffer, merging neighbours that are adjacent on both sides into one memcpy
+// (blocks as pieces: each block into its pieces, except block `own`, which they hold).
 template <class Ranks>
-void copy_runs(const StagedCall& c, const Ranks& ranks) {
+void copy_runs(const StagedCall& c, const Ranks& ranks, int own = -1) {
+  if (c.pieces != nullptr) {
+    for (int r : ranks)
+      if (r != own)
+        scatter_pieces(pieces_of(*c.pieces, r), 0, c.base + (*c.seg_offset)[static_cast<std::size_t>(r)],
+                       c.layout->bytes(r));
+    return;
+  }
   const std::byte* src = nullptr;
   std::byte* dst = nullptr;
   std::size_t run = 0;
@@ -113,11 +121,42 @@ Expected expected_in_segment(const StagedCall& c, int rank) {
 
 }  // namespace
 
+void gather_pieces(std::byte* dst, std::span<const Segment> pieces, std::size_t at, std::size_t len) {
+  for (const Segment& p : pieces) {
+    if (len == 0) return;
+    if (at >= p.bytes) {
+      at -= p.bytes;
+      continue;
+    }
+    const std::size_t take = std::min(len, p.bytes - at);
+    copy_bytes(dst, p.ptr + at, take);
+    dst += take;
+    len -= take;
+    at = 0;
+  }
+}
+
+void scatter_pieces(std::span<const Segment> pieces, std::size_t at, const std::byte* src,
+                    std::size_t len) {
+  for (const Segment& p : pieces) {
+    if (len == 0) return;
+    if (at >= p.bytes) {
+      at -= p.bytes;
+      continue;
+    }
+    const std::size_t take = std::min(len, p.bytes - at);
+    copy_bytes(p.ptr + at, src, take);
+    src += take;
+    len -= take;
+    at = 0;
+  }
+}
+
 void copy_in(HierContext& h, const StagedCall& c) {
   const int me = h.topo.rank;
   const std::size_t bytes = c.layout->bytes(me);
   Slot& slot = h.own_slot();
-  const std::byte* src = own_source(c, me);
+  const std::byte* src = c.pieces != nullptr ? nullptr : own_source(c, me);
   std::byte* dst = c.base + (*c.seg_offset)[static_cast<std::size_t>(me)];
   const std::size_t chunks = chunk_count(bytes, c.chunk_bytes);
   slot.block_bytes[c.gen & 1].store(bytes, std::memory_order_relaxed);  // before any mark
@@ -129,7 +168,8 @@ void copy_in(HierContext& h, const StagedCall& c) {
   }
   for (std::size_t k = 0; k < chunks; ++k) {
     const std::size_t at = k * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
-    copy_bytes(dst + at, src + at, len);
+    if (c.pieces != nullptr) gather_pieces(dst + at, pieces_of(*c.pieces, me), at, len);
+    else copy_bytes(dst + at, src + at, len);
     slot.progress.store(progress_mark(c.gen, k + 1), std::memory_order_release);
     h.notify();
   }
@@ -154,7 +194,7 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
   for (int r : members) small = small && c.layout->bytes(r) <= std::min(merge_limit, c.chunk_bytes);
   if (small) {
     wait_node_complete(h, c, "copy-out inside the node");
-    copy_runs(c, members);
+    copy_runs(c, members, h.topo.rank);
     h.mark_started(c.gen - 1);  // every local rank has started this call
     return;
   }
@@ -163,8 +203,8 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
     const int j = (h.topo.local + k) % n;
     const int r = members[static_cast<std::size_t>(j)];
     const std::size_t bytes = c.layout->bytes(r);
-    std::byte* dst = recv_at(*c.buffers, *c.layout, r);
-    if (j == h.topo.local) {
+    std::byte* dst = c.pieces != nullptr ? nullptr : recv_at(*c.buffers, *c.layout, r);
+    if (j == h.topo.local) {  // (blocks as pieces: in place)
       if (!c.buffers->in_place && bytes > 0) copy_bytes(dst, c.buffers->send, bytes);
       continue;
     }
@@ -173,7 +213,8 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
       const std::size_t at = k2 * c.chunk_bytes, len = std::min(c.chunk_bytes, bytes - at);
       wait_progress(h, j, progress_mark(c.gen, k2 + 1), "copy-out inside the node",
                     expected_in_segment(c, r));
-      copy_bytes(dst + at, src + at, len);
+      if (c.pieces != nullptr) scatter_pieces(pieces_of(*c.pieces, r), at, src + at, len);
+      else copy_bytes(dst + at, src + at, len);
     }
     if (bytes == 0)
       wait_progress(h, j, progress_mark(c.gen, 0), "copy-out inside the node",
@@ -211,14 +252,17 @@ void copy_out_remote(HierContext& h, const StagedCall& c) {
   copy_runs(c, Remote{h.topo});
 }
 
-void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout) {
+void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout,
+                     const BlockPieces* pieces) {
   const Topology& t = h.topo;
   const int me = t.rank, n = t.local_size();
   const auto& members = t.members[static_cast<std::size_t>(t.node)];
   const std::size_t parity = gen & 1;
-  std::byte* own_dst = recv_at(buffers, layout, me);
   InlineBlock& mine = h.own_slot().inline_data[parity];
-  if (const std::size_t bytes = layout.bytes(me); bytes > 0) {
+  if (const std::size_t bytes = layout.bytes(me); bytes > 0 && pieces != nullptr) {
+    gather_pieces(mine.bytes, pieces_of(*pieces, me), 0, bytes);  // (in place)
+  } else if (bytes > 0) {
+    std::byte* own_dst = recv_at(buffers, layout, me);
     copy_bytes(mine.bytes, buffers.in_place ? own_dst : buffers.send, bytes);
     if (!buffers.in_place) copy_bytes(own_dst, buffers.send, bytes);
   }
@@ -244,7 +288,8 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
                                         std::to_string(r) + " holds " + std::to_string(bytes) +
                                         " bytes here, its owner " + h.local_name(j) + " wrote " +
                                         std::to_string(wrote) + " bytes");
-    if (bytes > 0) copy_bytes(recv_at(buffers, layout, r), b.bytes, bytes);
+    if (bytes > 0 && pieces != nullptr) scatter_pieces(pieces_of(*pieces, r), 0, b.bytes, bytes);
+    else if (bytes > 0) copy_bytes(recv_at(buffers, layout, r), b.bytes, bytes);
   }
   h.mark_started(gen - 1);  // every local rank has started this call
   h.finish_done(gen);

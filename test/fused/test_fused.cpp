@@ -4,10 +4,13 @@
 // runs blocking, started + waited and started + polled; every member's receive buffer
 // is checked byte for byte (gaps and guards untouched) and the first member against the
 // MPI library's own MPI_Allgather. Members in separate buffers run segmented (no staging
-// copy) on every point-to-point algorithm, staged only on the node paths and under
-// AGX_INTEGRITY; members laid out back to back in one buffer run direct; bad members are
-// rejected when added. --mismatch: see run_mismatch.
-
+// copy) on every algorithm, node paths included, staged only under AGX_INTEGRITY;
+// members laid out back to back in one buffer run direct, also when only some ranks
+// have them so (run_mixed); bad members are rejected when added.
+// Options: --algos a,b,... runs only those algorithms (auto: the automatic choice; an
+// algorithm that cannot serve the placement is skipped, e.g. shared_memory on several
+// virtual nodes); --scale S multiplies every member's counts by S (large blocks: the
+// node stage's chunked copies cross the pieces). --mismatch: see run_mismatch.
 #include <agx/agx.hpp>
 
 #include "../mpi/pattern.hpp"
@@ -25,6 +28,7 @@ namespace {
 
 int rank = 0, nranks = 1;
 long passed = 0, failed = 0;
+int scale = 1;  // --scale
 
 void expect(bool ok, const std::string& what) {
   if (ok) { ++passed; return; }
@@ -84,14 +88,14 @@ std::vector<int> uniform_displs(int count) {
 /// Five members of elements of 4, 8, 1, 12 and 2 bytes.
 std::vector<Member> make_members(unsigned salt) {
   std::vector<Member> m;
-  const std::size_t n = static_cast<std::size_t>(nranks);
-  m.emplace_back(4, std::vector<int>(n, 5), uniform_displs(5), false, salt + 1, 5 * n);
-  m.emplace_back(8, std::vector<int>(n, 3), uniform_displs(3), true, salt + 2, 3 * n);
+  const std::size_t n = static_cast<std::size_t>(nranks), sc = static_cast<std::size_t>(scale);
+  m.emplace_back(4, std::vector<int>(n, 5 * scale), uniform_displs(5 * scale), false, salt + 1, 5 * n * sc);
+  m.emplace_back(8, std::vector<int>(n, 3 * scale), uniform_displs(3 * scale), true, salt + 2, 3 * n * sc);
   // v: counts i % 3 * 7 (zeros included), displacements in reverse order with gaps of 2.
   std::vector<int> c(n), d(n);
   int at = 0;
   for (int i = nranks - 1; i >= 0; --i) {
-    c[static_cast<std::size_t>(i)] = i % 3 * 7;
+    c[static_cast<std::size_t>(i)] = i % 3 * 7 * scale;
     d[static_cast<std::size_t>(i)] = at;
     at += c[static_cast<std::size_t>(i)] + 2;
   }
@@ -100,7 +104,7 @@ std::vector<Member> make_members(unsigned salt) {
   std::vector<int> c2(n), d2(n);
   at = 0;
   for (int i = 0; i < nranks; ++i) {
-    c2[static_cast<std::size_t>(i)] = i == 0 ? 0 : i + 1;
+    c2[static_cast<std::size_t>(i)] = i == 0 ? 0 : (i + 1) * scale;
     d2[static_cast<std::size_t>(i)] = at + 1;
     at += c2[static_cast<std::size_t>(i)] + 1;
   }
@@ -133,13 +137,22 @@ agx::Group make_group(std::vector<Member>& m, const agx::Options& o) {
   return g;
 }
 
-/// How a group of members in separate buffers must run: segmented, except where a fused
-/// block must be one range (node paths, AGX_INTEGRITY's per-round checksums).
-agx::FusedWay expected_way(agx::Algorithm ran) {
+bool integrity_on() {
   const char* integrity = std::getenv("AGX_INTEGRITY");
-  const bool checks = integrity != nullptr && std::string(integrity) != "0";
-  const bool node = ran == agx::Algorithm::shared_memory || ran == agx::Algorithm::hierarchical;
-  return checks || node ? agx::FusedWay::staged : agx::FusedWay::segmented;
+  return integrity != nullptr && std::string(integrity) != "0";
+}
+
+/// How a group of members in separate buffers must run: segmented on every algorithm,
+/// the node paths included (no staging buffer: the node stage gathers and scatters the
+/// pieces), staged only under AGX_INTEGRITY (its checksums read a block as one range).
+agx::FusedWay expected_way(agx::Algorithm) {
+  return integrity_on() ? agx::FusedWay::staged : agx::FusedWay::segmented;
+}
+
+/// Whether `a` can serve this placement (shared_memory needs all ranks on one node).
+bool serves(const agx::AlgorithmChoice& a) {
+  if (a.id != agx::Algorithm::shared_memory) return true;
+  return std::getenv("AGX_VIRTUAL_NODES") == nullptr && std::getenv("AGX_VIRTUAL_NODE_SIZE") == nullptr;
 }
 
 void run_algorithm(const agx::AlgorithmChoice& a, unsigned& salt) {
@@ -183,8 +196,9 @@ void run_algorithm(const agx::AlgorithmChoice& a, unsigned& salt) {
                                   std::to_string(k) + ": " + why);
     }
     // The first member against MPI's own all-gather.
-    std::vector<std::int32_t> ref(5 * static_cast<std::size_t>(nranks));
-    MPI_Allgather(m[0].send.data(), 5, MPI_INT32_T, ref.data(), 5, MPI_INT32_T, MPI_COMM_WORLD);
+    std::vector<std::int32_t> ref(5 * static_cast<std::size_t>(scale) * static_cast<std::size_t>(nranks));
+    MPI_Allgather(m[0].send.data(), 5 * scale, MPI_INT32_T, ref.data(), 5 * scale, MPI_INT32_T,
+                  MPI_COMM_WORLD);
     expect(std::memcmp(ref.data(), m[0].recv.data(), ref.size() * 4) == 0,
            name + ": member 0 differs from MPI_Allgather");
   }
@@ -230,10 +244,74 @@ void run_direct(unsigned salt) {
   }
 }
 
-/// A group the cost model splits (docs/fused.md, "Fuse or not"): 16 members of 64 B and,
-/// between them, one of 64 KiB in place, which would pay the staging copy inside a node
-/// path's fused call. Under `auto`, at N >= 2 on one node, the small ones run as one call
-/// and the large one alone; every member's result is checked, blocking and started.
+/// Two members, an int one out of place and a byte one in place, which on even ranks
+/// lie back to back in one buffer (rank i's int piece, then its byte piece: the group is
+/// direct there) and on odd ranks in two buffers with reversed, gapped displacements
+/// (segmented there). The ranks of one call take different ways, so on a node path the
+/// direct ranks run the node call of pieces too; blocking, started + waited, started +
+/// polled, each result checked byte for byte.
+void run_mixed(const agx::AlgorithmChoice& choice, unsigned salt) {
+  const agx::Options o{.algorithm = choice.id, .radix = choice.radix};
+  const std::string name = "mixed direct/segmented ranks, " + agx::to_string(choice);
+  const std::size_t n = static_cast<std::size_t>(nranks);
+  const int a = 3 * scale, b = 5 * scale;  // ints of A, bytes of B per rank
+  const bool direct = rank % 2 == 0;
+  const std::size_t stride = static_cast<std::size_t>(a) * 4 + static_cast<std::size_t>(b);
+  for (int mode = 0; mode < 3; ++mode, salt += 2) {
+    std::vector<int> ca(n, a), cb(n, b), da(n), db(n);
+    // Direct: one buffer of strides (A counted in bytes: the stride is not a multiple of
+    // 4). Separate: A and B each in its own buffer, ranks in reverse order, gaps of 1.
+    Guarded one(direct ? stride * n : 0), ra(direct ? 0 : (static_cast<std::size_t>(a) * 4 + 1) * n),
+        rb(direct ? 0 : (static_cast<std::size_t>(b) + 1) * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      da[i] = direct ? static_cast<int>(stride * i) : static_cast<int>((n - 1 - i) * (static_cast<std::size_t>(a) * 4 + 1));
+      db[i] = direct ? static_cast<int>(stride * i) + a * 4 : static_cast<int>((n - 1 - i) * (static_cast<std::size_t>(b) + 1));
+    }
+    std::byte* abase = direct ? one.data() : ra.data();
+    std::byte* bbase = direct ? one.data() : rb.data();
+    std::vector<std::byte> mine(static_cast<std::size_t>(a) * 4);
+    fill(mine.data(), salt, rank, static_cast<std::size_t>(a), 4);
+    fill(bbase + db[static_cast<std::size_t>(rank)], salt + 1, rank, static_cast<std::size_t>(b), 1);
+    std::vector<int> cab(n, a * 4);
+    agx::Group g(MPI_COMM_WORLD, o);
+    const std::size_t aspan = direct ? one.size() : ra.size(), bspan = direct ? one.size() : rb.size();
+    g.add_v(std::span<const char>(reinterpret_cast<const char*>(mine.data()), mine.size()),
+            std::span<char>(reinterpret_cast<char*>(abase), aspan), cab, da);
+    g.add_v_in_place(std::span<char>(reinterpret_cast<char*>(bbase), bspan), cb, db);
+    const agx::FusedWay want = direct ? agx::FusedWay::direct : expected_way(choice.id);
+    try {
+      if (mode == 0) {
+        const agx::FusedResult r = g.run();
+        expect(r.calls == 1 && r.way == want, name + ": ran " + agx::to_string(r.way));
+      } else {
+        agx::FusedRequest req = g.start();
+        expect(req.calls() == 1 && req.way() == want, name + ": started " + agx::to_string(req.way()));
+        if (mode == 1) req.wait();
+        else while (!req.test()) {}
+      }
+    } catch (const agx::Error& e) {
+      expect(false, name + " mode " + std::to_string(mode) + ": " + e.what());
+      continue;
+    }
+    bool ok = true;
+    long where = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<std::byte> wa(static_cast<std::size_t>(a) * 4), wb(static_cast<std::size_t>(b));
+      fill(wa.data(), salt, static_cast<int>(i), static_cast<std::size_t>(a), 4);
+      fill(wb.data(), salt + 1, static_cast<int>(i), static_cast<std::size_t>(b), 1);
+      ok = ok && std::memcmp(wa.data(), abase + da[i], wa.size()) == 0 &&
+           std::memcmp(wb.data(), bbase + db[i], wb.size()) == 0;
+    }
+    ok = ok && (direct ? one.guards_intact(where) : ra.guards_intact(where) && rb.guards_intact(where));
+    expect(ok, name + " mode " + std::to_string(mode) + ": results");
+  }
+}
+
+/// A group the cost model may split (docs/fused.md, "Fuse or not"): 16 members of 64 B
+/// and, between them, one of 64 KiB in place. Under AGX_INTEGRITY (staged: the large one
+/// would pay the staging copy inside the fused call), at N >= 2 on one node, the small
+/// ones run as one call and the large one alone; otherwise (segmented, no staging copy)
+/// as one or two calls. Every member's result is checked, blocking and started.
 void run_split(unsigned salt) {
   const std::size_t n = static_cast<std::size_t>(nranks);
   for (int mode = 0; mode < 3; ++mode) {
@@ -265,8 +343,9 @@ void run_split(unsigned salt) {
       expect(false, "split group mode " + std::to_string(mode) + ": " + e.what());
       continue;
     }
+    expect(calls == 1 || calls == 2, "split group: " + std::to_string(calls) + " calls");
     const bool env_forced = std::getenv("AGX_ALGO") != nullptr;
-    if (nranks >= 2 && !env_forced)
+    if (nranks >= 2 && !env_forced && integrity_on())
       expect(calls == 2, "split group mode " + std::to_string(mode) + ": " + std::to_string(calls) +
                              " calls, expected 2 (the small members fused, the large one alone)");
     for (std::size_t k = 0; k < m.size(); ++k) {
@@ -320,15 +399,30 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   unsigned salt = 1;
-  if (argc > 1 && std::string(argv[1]) == "--mismatch") {
+  std::string algos;  // --algos: empty runs every one
+  bool mismatch = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--mismatch") mismatch = true;
+    else if (arg == "--algos" && i + 1 < argc) algos = "," + std::string(argv[++i]) + ",";
+    else if (arg == "--scale" && i + 1 < argc) scale = std::atoi(argv[++i]);
+  }
+  if (mismatch) {
     run_mismatch();
   } else {
     std::vector<agx::AlgorithmChoice> choices{{agx::Algorithm::automatic}};
     for (const auto& a : agx::algorithm_variants()) choices.push_back(a);
-    for (const auto& a : choices) run_algorithm(a, salt);
-    run_direct(777);
-    run_split(900);
-    run_bad_input();
+    for (const auto& a : choices) {
+      if (!serves(a) || (!algos.empty() && algos.find("," + agx::to_string(a) + ",") == std::string::npos))
+        continue;
+      run_algorithm(a, salt);
+      if (a.id != agx::Algorithm::automatic) run_mixed(a, salt += 10);
+    }
+    if (algos.empty()) {
+      run_direct(777);
+      run_split(900);
+      run_bad_input();
+    }
   }
   long totals[2] = {passed, failed}, sums[2] = {0, 0};
   MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

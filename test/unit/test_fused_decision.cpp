@@ -40,15 +40,18 @@ bool one_call_on(const FusionDecision& d, std::size_t k, Algorithm path) {
 }  // namespace
 
 TEST_CASE("fusion: the measured losing points are not fused as one call", "[fusion]") {
-  struct Point { int n, k; std::size_t bytes; Algorithm lost_on; };
+  struct Point { int n, k; std::size_t bytes; Algorithm lost_on; bool staged; };
   // docs/results.md: N = 2 at 4 KiB x 16 and x 64 lost on `direct` (segmented), N = 4
-  // at 16 KiB x 4, 64 KiB x 4 and 64 KiB x 64 on `shared_memory` (staged).
-  const Point points[] = {{2, 16, 4096, Algorithm::direct}, {2, 64, 4096, Algorithm::direct},
-                          {4, 4, 16384, Algorithm::shared_memory}, {4, 4, 65536, Algorithm::shared_memory},
-                          {4, 64, 65536, Algorithm::shared_memory}};
+  // at 16 KiB x 4, 64 KiB x 4 and 64 KiB x 64 on `shared_memory` when it ran staged
+  // (which it still does under AGX_INTEGRITY: segments off).
+  const Point points[] = {{2, 16, 4096, Algorithm::direct, false}, {2, 64, 4096, Algorithm::direct, false},
+                          {4, 4, 16384, Algorithm::shared_memory, true}, {4, 4, 65536, Algorithm::shared_memory, true},
+                          {4, 64, 65536, Algorithm::shared_memory, true}};
   for (const Point& p : points) {
     Selector sel = one_node(p.n);
-    const FusionDecision d = decide_fusion(sel, uniform(p.n, p.k, p.bytes));
+    FusionSettings settings;
+    settings.segments = !p.staged;
+    const FusionDecision d = decide_fusion(sel, uniform(p.n, p.k, p.bytes), settings);
     INFO("N=" << p.n << " K=" << p.k << " " << p.bytes << " B: " << describe(d));
     CHECK_FALSE(one_call_on(d, static_cast<std::size_t>(p.k), p.lost_on));
     CHECK(d.predicted_s <= d.separate_s);
@@ -83,13 +86,49 @@ TEST_CASE("fusion: never priced above the separate calls", "[fusion]") {
       }
 }
 
+TEST_CASE("fusion: a node path's segmented call is priced as its node stage", "[fusion]") {
+  // Segmented on shared_memory the node stage gathers and scatters the pieces: the fused
+  // call costs the prediction for its layout in place plus the own pieces moved into
+  // place, nothing for a staging buffer (the staged price adds every byte once more).
+  for (std::size_t bytes : {std::size_t{16384}, std::size_t{65536}}) {
+    Selector sel = one_node(4);
+    const auto members = uniform(4, 4, bytes);
+    const Layout layout = Layout::uniform(4, 4 * bytes);
+    const std::size_t total = 16 * bytes, own = 4 * bytes;
+    const double copy = copy_s_per_byte_at(sel.tuning().params, total);
+    double shm = 0;
+    for (const auto& [a, s] : sel.predictions(layout, true))
+      if (a.id == Algorithm::shared_memory) shm = s;
+    REQUIRE(shm > 0);
+    const FusionDecision d = decide_fusion(sel, members);
+    INFO(bytes << " B x 4: " << describe(d));
+    REQUIRE(d.calls.size() == 1);
+    CHECK(d.calls.front().algorithm.id == Algorithm::shared_memory);
+    CHECK_FALSE(d.calls.front().staged);
+    CHECK(d.one_call_s == Approx(shm + copy * static_cast<double>(own)));
+    FusionSettings staged;
+    staged.segments = false;
+    const FusionDecision s = decide_fusion(sel, members, staged);
+    CHECK(s.one_call_s >= d.one_call_s + copy * static_cast<double>(total) * 0.999);
+  }
+}
+
 TEST_CASE("fusion: small members fused, a large one alone", "[fusion]") {
-  // 32 members of 64 B and one of 4 MiB at N = 4: the large one would pay the staging
-  // copy inside a node path's fused call; the small ones still share one start-up.
+  // 32 members of 64 B and one of 4 MiB at N = 4, staged (AGX_INTEGRITY): the large one
+  // would pay the staging copy inside the fused call; the small ones still share one
+  // start-up. Segmented (the default) nothing is staged and all run as one call.
   auto bytes = uniform(4, 32, 64);
   bytes.insert(bytes.begin() + 5, std::vector<std::size_t>(4, std::size_t{4} << 20));
   Selector sel = one_node(4);
-  const FusionDecision d = decide_fusion(sel, bytes);
+  {
+    const FusionDecision one = decide_fusion(sel, bytes);
+    INFO(describe(one));
+    REQUIRE(one.calls.size() == 1);
+    CHECK(one.calls.front().members.size() == 33);
+  }
+  FusionSettings staged;
+  staged.segments = false;
+  const FusionDecision d = decide_fusion(sel, bytes, staged);
   INFO(describe(d));
   REQUIRE(d.calls.size() == 2);
   CHECK(d.calls[0].members.size() == 32);  // ordered by first member: the small ones first
