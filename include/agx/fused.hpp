@@ -40,7 +40,8 @@ struct FusedPart {
 /// each rank's pieces back to back: the fused layout addresses them as they are),
 /// `segmented` (each fused block is sent as the list of its pieces, one derived datatype
 /// per message: no staging copy either), `staged` (through one staging buffer: a copy
-/// in and a copy out; the node paths and the per-round integrity checks need it).
+/// in and a copy out; only the per-round integrity checks, AGX_INTEGRITY and
+/// AGX_TEST_FLIP, need it: the node paths gather and scatter the pieces themselves).
 enum class FusedWay { direct, segmented, staged };
 
 namespace detail {
