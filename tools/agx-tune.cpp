@@ -22,8 +22,8 @@
 // (node.rendezvous_s, network.rendezvous_s). Measured
 // with all ranks busy, so oversubscription and shared memory bandwidth are included.
 // --quick: a fifth of the repetitions, β between 64 KiB and 1 MiB (seconds, for tests).
-// --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4) and
-// records the fastest per size class ("best" lines). --compare prints predicted
+// --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4), in five
+// interleaved batches each, and records the fastest median per size class ("best" lines). --compare prints predicted
 // against measured time for every algorithm and size, with the error.
 // Rank 0 writes the file; AGX_TUNING_FILE=FILE makes agx use it. Options are read with
 // CLI11; a value that cannot be read or an unknown option is a message and exit status 2.
@@ -162,7 +162,8 @@ double copy_cost(std::size_t bytes, int iters) {
 // Median slowest-rank time of one algorithm at `bytes` per rank on `comm`, out of place.
 // Collective over MPI_COMM_WORLD; ranks outside `comm` pass MPI_COMM_NULL (the samples
 // of all members of all such communicators are merged, slowest first).
-double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters, MPI_Comm comm = MPI_COMM_WORLD) {
+// The slowest rank's time of each of `iters` calls of algorithm `a` (after one warm-up).
+std::vector<double> time_calls(agx::AlgorithmChoice a, std::size_t bytes, int iters, MPI_Comm comm = MPI_COMM_WORLD) {
   std::vector<double> t(static_cast<std::size_t>(iters), 0.0);
   if (comm != MPI_COMM_NULL) {
     int n = 0;
@@ -178,7 +179,11 @@ double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters, MPI_
     }
   }
   MPI_Allreduce(MPI_IN_PLACE, t.data(), iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return median(t);
+  return t;
+}
+
+double time_algorithm(agx::AlgorithmChoice a, std::size_t bytes, int iters, MPI_Comm comm = MPI_COMM_WORLD) {
+  return median(time_calls(a, bytes, iters, comm));
 }
 
 // The candidates `auto` considers (lib/core/select.cpp): hierarchical only across nodes.
@@ -298,9 +303,21 @@ int main(int argc, char** argv) {
       agx::AlgorithmChoice best;
       double best_t = std::numeric_limits<double>::max();
       const int iters = bytes >= (1 << 20) ? 10 : 50;
-      for (const agx::AlgorithmChoice& e : agx::algorithm_variants()) {  // what auto weighs
-        if (!can_run(e.id, placement)) continue;
-        const double m = time_algorithm(e, bytes, iters);
+      std::vector<agx::AlgorithmChoice> candidates;  // what auto weighs
+      for (const agx::AlgorithmChoice& e : agx::algorithm_variants())
+        if (can_run(e.id, placement)) candidates.push_back(e);
+      // Interleaved: five batches per algorithm, the algorithms in turn, so that a slow
+      // spell of the machine falls on all of them; the median of all of an algorithm's calls.
+      const int batches = iters >= 10 ? 5 : 1;
+      std::vector<std::vector<double>> calls(candidates.size());
+      for (int b = 0; b < batches; ++b)
+        for (std::size_t c = 0; c < candidates.size(); ++c) {
+          const std::vector<double> t = time_calls(candidates[c], bytes, iters / batches);
+          calls[c].insert(calls[c].end(), t.begin(), t.end());
+        }
+      for (std::size_t c = 0; c < candidates.size(); ++c) {
+        const agx::AlgorithmChoice& e = candidates[c];
+        const double m = median(calls[c]);
         if (m < best_t) { best_t = m; best = e; }
         if (rank == 0 && compare) {
           const double p = agx::predict_algorithm(e, agx::Layout::uniform(nranks, bytes), placement, t.params, false);
