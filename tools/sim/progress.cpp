@@ -18,3 +18,10 @@ extern "C" int MPI_Testall(int count, MPI_Request* requests, int* flag, MPI_Stat
   *flag = 1;
   return rc;
 }
+
+// lib's progress engine (core/nonblocking_progress.cpp) is not compiled into agx-sim: the
+// driver runs one blocking call at a time, so a blocking call's wait (the AGX_INTEGRITY
+// exchange, core/integrity.cpp) has no other agx operation to advance.
+namespace agx::detail {
+int progress_all() noexcept { return 0; }
+}  // namespace agx::detail
