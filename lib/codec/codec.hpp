@@ -44,11 +44,27 @@ bool decode_sparse(Form form, const std::byte* in, std::size_t in_bytes, std::ui
 bool packer_available(Packer p);
 /// Packs `n` bytes into `out`; false when not built in or when it does not shrink.
 bool pack(Packer p, const std::byte* in, std::size_t n, std::vector<std::byte>& out);
+/// What compressing a block saves and costs under `automatic` (docs/fused.md, "the
+/// priced rule"): every other rank receives the block once, so packing saves
+/// (1 - ratio) * receivers * link seconds per byte and costs pack + receivers * unpack
+/// seconds per byte, times `share` (ranks on this node per core: compressors that share
+/// a core run that much slower). Inactive (explicit LZ4 or Zstandard): only the sample.
+struct PackPrice {
+  bool active = false;
+  int receivers = 0;
+  double link_s_per_byte = 0, pack_s_per_byte = 0, unpack_s_per_byte = 0, share = 1;
+  /// Whether a block that packs to `ratio` of its bytes gains.
+  bool pays(double ratio) const {
+    return !active || (1.0 - ratio) * receivers * link_s_per_byte >
+                          share * (pack_s_per_byte + receivers * unpack_s_per_byte);
+  }
+};
 /// Whether compressing `n` bytes at `in` can pay: blocks of at least 1 MiB are sampled
 /// first (8 slices of 8 KiB spread over the block, each compressed alone), and a block
-/// whose sample shrinks by less than 1/32 is not compressed at all (random data: no
-/// failed attempt over the whole block). Smaller blocks: true (the attempt is cheap).
-bool worth_packing(Packer p, const std::byte* in, std::size_t n);
+/// whose sample shrinks by less than 1/32, or by less than `price` asks, is not
+/// compressed at all (no failed attempt over the whole block). Smaller blocks: true
+/// (the attempt is cheap; encode_block prices the packed size afterwards).
+bool worth_packing(Packer p, const std::byte* in, std::size_t n, const PackPrice& price);
 /// Unpacks into exactly `out_bytes` bytes at out.
 bool unpack(Packer p, const std::byte* in, std::size_t n, std::byte* out, std::size_t out_bytes,
             std::string& why);
@@ -58,6 +74,9 @@ bool zfp_available();
 /// This process's measured compression speed of `p` in bytes per second (measured once,
 /// lazily, about a millisecond); 0 for a packer not built in.
 double local_pack_speed(Packer p);
+/// This process's measured decompression speed of `p` (the same sample, measured with
+/// local_pack_speed); 0 for a packer not built in.
+double local_unpack_speed(Packer p);
 /// The speed the rule uses on `comm`: AGX_COMPRESS_BYTES_PER_S if set, else the slowest
 /// rank's local_pack_speed (collective on the first call per communicator and packer).
 double agreed_pack_speed(MPI_Comm comm, Packer p);

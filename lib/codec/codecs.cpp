@@ -84,7 +84,7 @@ bool pack(Packer p, const std::byte* in, std::size_t n, std::vector<std::byte>& 
   return false;
 }
 
-bool worth_packing(Packer p, const std::byte* in, std::size_t n) {
+bool worth_packing(Packer p, const std::byte* in, std::size_t n, const PackPrice& price) {
   constexpr std::size_t slices = 8, slice = 8192, from = std::size_t{1} << 20;
   if (p == Packer::none || n < from) return p != Packer::none;
   std::vector<std::byte> out;
@@ -93,7 +93,8 @@ bool worth_packing(Packer p, const std::byte* in, std::size_t n) {
     const std::byte* at = in + (n - slice) / (slices - 1) * k;
     packed += pack(p, at, slice, out) ? out.size() : slice;
   }
-  return packed < slices * slice - slices * slice / 32;
+  return packed < slices * slice - slices * slice / 32 &&
+         price.pays(static_cast<double>(packed) / static_cast<double>(slices * slice));
 }
 
 bool unpack(Packer p, const std::byte* in, std::size_t n, std::byte* out, std::size_t out_bytes,

@@ -27,12 +27,15 @@
 #include "core/select.hpp"
 #include "cuda/memory.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,6 +58,33 @@ bool link_slower_than(MPI_Comm comm, Packer p) {
   if (s.placement().nodes() <= 1) return false;
   const double beta = s.tuning().params.network.beta_s_per_byte;
   return beta > 0 && 1.0 / beta < codec::agreed_pack_speed(comm, p);
+}
+
+/// The priced rule's terms for this rank's block under `automatic` (inactive for an
+/// explicit packer). AGX_COMPRESS_BYTES_PER_S stands for both speeds; otherwise the
+/// agreed packing speed and this process's measured unpacking speed (each block is
+/// priced at its origin and its header says whether it was packed, so ranks need not
+/// agree on it). The share is ranks on this node over the cores this process may run on.
+codec::PackPrice pack_price(MPI_Comm comm, const EncodeOptions& e, Packer p, int n, int rank) {
+  codec::PackPrice price;
+  if (e.lossless != Lossless::automatic || p == Packer::none) return price;
+  const Selector& s = context(comm).selector();
+  price.active = true;
+  price.receivers = n - 1;
+  price.link_s_per_byte = s.tuning().params.network.beta_s_per_byte;
+  const double pack = codec::agreed_pack_speed(comm, p);
+  const std::optional<double>& forced = config().compress_bytes_per_s;
+  const double unpack = forced ? *forced : codec::local_unpack_speed(p);
+  const double inf = std::numeric_limits<double>::infinity();
+  price.pack_s_per_byte = pack > 0 ? 1.0 / pack : inf;
+  price.unpack_s_per_byte = unpack > 0 ? 1.0 / unpack : inf;
+  int here = 0;
+  const Placement& where = s.placement();
+  for (int r = 0; r < where.nranks(); ++r) here += where.node_of(r) == where.node_of(rank);
+  cpu_set_t mine;
+  const int cores = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 1;
+  price.share = std::max(1.0, static_cast<double>(here) / std::max(1, cores));
+  return price;
 }
 
 /// The packer of this call, before the per-block size threshold (the same on every
@@ -127,7 +157,7 @@ void seal(std::vector<std::byte>& block) {
 }
 
 std::vector<std::byte> encode_block(const std::byte* data, const Spec& spec, const EncodeOptions& e,
-                              Packer packer) {
+                              Packer packer, const codec::PackPrice& price) {
   Header h;
   std::vector<std::byte> payload;
   // The form's bytes: `data` itself for the dense form (not copied before packing).
@@ -146,8 +176,9 @@ std::vector<std::byte> encode_block(const std::byte* data, const Spec& spec, con
   }
   h.payload = form_size;
   std::vector<std::byte> packed;
-  if (packer != Packer::none && codec::worth_packing(packer, form_bytes, form_size) &&
-      codec::pack(packer, form_bytes, form_size, packed)) {
+  if (packer != Packer::none && codec::worth_packing(packer, form_bytes, form_size, price) &&
+      codec::pack(packer, form_bytes, form_size, packed) &&
+      price.pays(static_cast<double>(packed.size()) / static_cast<double>(form_size))) {
     h.packer = packer;
     form_bytes = packed.data();
     form_size = packed.size();
@@ -346,7 +377,7 @@ EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
   const std::byte* mine = buffers.in_place ? static_cast<const std::byte*>(buffers.recv) + offsets[me]
                                            : static_cast<const std::byte*>(buffers.send);
   const Packer packer = own.bytes() >= encode.min_bytes ? call : Packer::none;
-  c.own = encode_block(mine, own, encode, packer);
+  c.own = encode_block(mine, own, encode, packer, pack_price(comm, encode, packer, c.n, c.rank));
   c.announced = c.own.size();
   apply_seam(c.rank, c.own, c.announced);
   return c;

@@ -1,7 +1,8 @@
 // The compressor speed of the automatic compression rule (docs/fused.md), measured
 // instead of assumed: once per process and packer, lazily, the packer compresses a
 // 64 KiB sample of fp32 weights with few distinct exponents (what ML all-gathers move)
-// for about a millisecond; the speed is the sample's bytes over the best repetition.
+// and unpacks it again for about two milliseconds; each speed is the sample's bytes over
+// the best repetition.
 // A communicator's ranks then agree on the slowest rank's speed (one MPI_Allreduce on
 // agx's private communicator, cached as an attribute of the user's), so that the rule
 // chooses the same on every rank. A tuning file's speed (agx-tune measures it: the
@@ -46,20 +47,36 @@ std::vector<std::byte> weight_sample() {
   return b;
 }
 
-double measure(Packer p) {
+/// {pack, unpack} bytes per second over the sample: the best repetition of each.
+std::array<double, 2> measure(Packer p) {
   const std::vector<std::byte> sample = weight_sample();
-  std::vector<std::byte> out;
+  std::vector<std::byte> out, back(sample.size());
+  std::string why;
   using clock = std::chrono::steady_clock;
   const auto begin = clock::now();
-  double best = 0;
+  double best = 0, best_unpack = 0;
   for (int rep = 0; rep < 64; ++rep) {
     const auto t0 = clock::now();
-    pack(p, sample.data(), sample.size(), out);
-    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    const bool packed = pack(p, sample.data(), sample.size(), out);
+    const auto t1 = clock::now();
+    if (packed && unpack(p, out.data(), out.size(), back.data(), back.size(), why)) {
+      const double u = std::chrono::duration<double>(clock::now() - t1).count();
+      if (u > 0 && (best_unpack == 0 || u < best_unpack)) best_unpack = u;
+    }
+    const double s = std::chrono::duration<double>(t1 - t0).count();
     if (s > 0 && (best == 0 || s < best)) best = s;
-    if (rep >= 2 && clock::now() - begin > std::chrono::milliseconds(1)) break;
+    if (rep >= 2 && clock::now() - begin > std::chrono::milliseconds(2)) break;
   }
-  return best > 0 ? static_cast<double>(sample_bytes) / best : 0.0;
+  const auto speed = [](double sec) { return sec > 0 ? static_cast<double>(sample_bytes) / sec : 0.0; };
+  return {speed(best), speed(best_unpack)};
+}
+
+const std::array<double, 2>& local_speeds(Packer p) {
+  static std::array<std::array<double, 2>, 3> speeds{};
+  static std::array<std::once_flag, 3> once;
+  const auto i = static_cast<std::size_t>(p);
+  std::call_once(once[i], [&] { speeds[i] = measure(p); });
+  return speeds[i];
 }
 
 int speed_keyval() {
@@ -80,11 +97,12 @@ int speed_keyval() {
 
 double local_pack_speed(Packer p) {
   if (!packer_available(p) || p == Packer::none) return 0;
-  static std::array<double, 3> speeds{};
-  static std::array<std::once_flag, 3> once;
-  const auto i = static_cast<std::size_t>(p);
-  std::call_once(once[i], [&] { speeds[i] = measure(p); });
-  return speeds[i];
+  return local_speeds(p)[0];
+}
+
+double local_unpack_speed(Packer p) {
+  if (!packer_available(p) || p == Packer::none) return 0;
+  return local_speeds(p)[1];
 }
 
 double agreed_pack_speed(MPI_Comm comm, Packer p) {

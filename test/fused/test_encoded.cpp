@@ -16,6 +16,10 @@
 //     compares with the link (--auto-compress yes|no: what a tuning file's link should
 //     make `automatic` do on two virtual nodes; --tuned-speed V: the tuning file's
 //     compressor speed V replaces the measurement).
+//   --priced (two virtual nodes, a 50 MB/s link, a 200 MB/s compressor): the priced rule
+//     of `automatic` packs what saves more link time than it costs (low-entropy integers),
+//     and sends a block that packs to about 3/4 plain, at 64 KiB (packed, then priced)
+//     and at 2 MiB (sampled), the data arriving exactly either way;
 //   the nonblocking form (start_encoded_allgather*): bit-identical to MPI_Allgather(v) and
 //     encoded as the blocking call (same wire bytes), in place and out of place, zero-size
 //     blocks, two calls outstanding at once completed in opposite orders on even and odd
@@ -553,6 +557,32 @@ int run_corrupt(int victim) {
   return 0;
 }
 
+/// --priced: see the header. The quarter-compressible pattern: 3 KiB of LCG bytes, then
+/// 1 KiB of zeros, over and over (LZ4 and Zstandard keep about 3/4 of it).
+void run_priced() {
+  for (const std::size_t bytes : {std::size_t{64} << 10, std::size_t{2} << 20}) {
+    for (const bool compressible : {true, false}) {
+      std::vector<std::uint8_t> mine(bytes, 7);
+      std::uint32_t x = 977u * static_cast<std::uint32_t>(rank + 1);
+      for (std::size_t i = 0; i < bytes && !compressible; ++i) {
+        x = x * 1664525u + 1013904223u;
+        mine[i] = i % 4096 < 3072 ? static_cast<std::uint8_t>(x >> 24) : 0;
+      }
+      std::vector<std::uint8_t> all(bytes * static_cast<std::size_t>(nranks)), want(all.size());
+      MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, want.data(),
+                    static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
+      const agx::EncodedResult r = agx::encoded_allgather(
+          MPI_COMM_WORLD, std::span<const std::uint8_t>(mine), std::span<std::uint8_t>(all),
+          agx::EncodeOptions{.lossless = agx::Lossless::automatic});
+      const std::string what = std::string(compressible ? "low-entropy" : "3/4-packable") + " " +
+                               std::to_string(bytes >> 10) + " KiB";
+      expect(all == want, "priced rule: " + what + " arrives exactly");
+      expect(r.encoded == (compressible && agx::lossless_available(agx::Lossless::automatic)),
+             "priced rule: " + what + (compressible ? " is packed" : " goes plain"));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -560,12 +590,16 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int victim = -1;
+  bool priced = false;
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--expect-corrupt" && i + 1 < argc) victim = std::atoi(argv[++i]);
     else if (std::string(argv[i]) == "--auto-compress" && i + 1 < argc) auto_compress = argv[++i];
     else if (std::string(argv[i]) == "--tuned-speed" && i + 1 < argc) tuned_speed = std::strtod(argv[++i], nullptr);
+    else if (std::string(argv[i]) == "--priced") priced = true;
   if (victim >= 0) {
     run_corrupt(victim);
+  } else if (priced) {
+    run_priced();
   } else if (auto_compress != nullptr) {
     run_speed();
     run_bad_options();
