@@ -26,8 +26,8 @@
 #include "core/crc32c.hpp"
 #include "core/select.hpp"
 #include "cuda/memory.hpp"
-
-#include <sched.h>
+#include "hier/hier.hpp"
+#include "hier/hier_context.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -64,8 +64,8 @@ bool link_slower_than(MPI_Comm comm, Packer p) {
 /// explicit packer). AGX_COMPRESS_BYTES_PER_S stands for both speeds; otherwise the
 /// agreed packing speed and this process's measured unpacking speed (each block is
 /// priced at its origin and its header says whether it was packed, so ranks need not
-/// agree on it). The share is ranks on this node over the cores this process may run on.
-codec::PackPrice pack_price(MPI_Comm comm, const EncodeOptions& e, Packer p, int n, int rank) {
+/// agree on it).
+codec::PackPrice pack_price(MPI_Comm comm, const EncodeOptions& e, Packer p, int n) {
   codec::PackPrice price;
   if (e.lossless != Lossless::automatic || p == Packer::none) return price;
   const Selector& s = context(comm).selector();
@@ -78,12 +78,11 @@ codec::PackPrice pack_price(MPI_Comm comm, const EncodeOptions& e, Packer p, int
   const double inf = std::numeric_limits<double>::infinity();
   price.pack_s_per_byte = pack > 0 ? 1.0 / pack : inf;
   price.unpack_s_per_byte = unpack > 0 ? 1.0 / unpack : inf;
-  int here = 0;
-  const Placement& where = s.placement();
-  for (int r = 0; r < where.nranks(); ++r) here += where.node_of(r) == where.node_of(rank);
-  cpu_set_t mine;
-  const int cores = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 1;
-  price.share = std::max(1.0, static_cast<double>(here) / std::max(1, cores));
+  // The node's ranks over the cores their affinity masks cover together (the set-up
+  // exchange's, as the node path's wait style uses them; 0 cores: unknown, no share).
+  const hier::Topology& topo = hier::hier_context(context(comm)).topo;
+  if (topo.node_cores > 0)
+    price.share = std::max(1.0, static_cast<double>(topo.local_size()) / topo.node_cores);
   return price;
 }
 
@@ -377,7 +376,7 @@ EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
   const std::byte* mine = buffers.in_place ? static_cast<const std::byte*>(buffers.recv) + offsets[me]
                                            : static_cast<const std::byte*>(buffers.send);
   const Packer packer = own.bytes() >= encode.min_bytes ? call : Packer::none;
-  c.own = encode_block(mine, own, encode, packer, pack_price(comm, encode, packer, c.n, c.rank));
+  c.own = encode_block(mine, own, encode, packer, pack_price(comm, encode, packer, c.n));
   c.announced = c.own.size();
   apply_seam(c.rank, c.own, c.announced);
   return c;

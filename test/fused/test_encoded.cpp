@@ -19,7 +19,9 @@
 //   --priced (two virtual nodes, a 50 MB/s link, a 200 MB/s compressor): the priced rule
 //     of `automatic` packs what saves more link time than it costs (low-entropy integers),
 //     and sends a block that packs to about 3/4 plain, at 64 KiB (packed, then priced)
-//     and at 2 MiB (sampled), the data arriving exactly either way;
+//     and at 2 MiB (sampled), the data arriving exactly either way; --half yes|no: also
+//     a block that packs to about half, and whether it must be packed (4 ranks: one rank
+//     per virtual node packs it; two per virtual node pinned to one core, share 2, do not);
 //   the nonblocking form (start_encoded_allgather*): bit-identical to MPI_Allgather(v) and
 //     encoded as the blocking call (same wire bytes), in place and out of place, zero-size
 //     blocks, two calls outstanding at once completed in opposite orders on even and odd
@@ -557,16 +559,24 @@ int run_corrupt(int victim) {
   return 0;
 }
 
-/// --priced: see the header. The quarter-compressible pattern: 3 KiB of LCG bytes, then
-/// 1 KiB of zeros, over and over (LZ4 and Zstandard keep about 3/4 of it).
-void run_priced() {
+/// --priced [half yes|no]: see the header. Patterns, in periods of 4 KiB: low-entropy
+/// (every byte 7), 3/4 (3 KiB of LCG bytes, then 1 KiB of zeros; LZ4 and Zstandard keep
+/// about 3/4 of it) and, with an expectation, half (2 KiB of LCG bytes, 2 KiB of zeros).
+void run_priced(const char* half) {
+  struct Kind {
+    const char* name;
+    std::size_t random_bytes;  // of every 4096
+    bool packed;
+  };
+  std::vector<Kind> kinds{{"low-entropy", 0, true}, {"3/4-packable", 3072, false}};
+  if (half != nullptr) kinds.push_back({"half-packable", 2048, std::string(half) == "yes"});
   for (const std::size_t bytes : {std::size_t{64} << 10, std::size_t{2} << 20}) {
-    for (const bool compressible : {true, false}) {
+    for (const Kind& k : kinds) {
       std::vector<std::uint8_t> mine(bytes, 7);
       std::uint32_t x = 977u * static_cast<std::uint32_t>(rank + 1);
-      for (std::size_t i = 0; i < bytes && !compressible; ++i) {
+      for (std::size_t i = 0; i < bytes && k.random_bytes > 0; ++i) {
         x = x * 1664525u + 1013904223u;
-        mine[i] = i % 4096 < 3072 ? static_cast<std::uint8_t>(x >> 24) : 0;
+        mine[i] = i % 4096 < k.random_bytes ? static_cast<std::uint8_t>(x >> 24) : 0;
       }
       std::vector<std::uint8_t> all(bytes * static_cast<std::size_t>(nranks)), want(all.size());
       MPI_Allgather(mine.data(), static_cast<int>(bytes), MPI_BYTE, want.data(),
@@ -574,11 +584,10 @@ void run_priced() {
       const agx::EncodedResult r = agx::encoded_allgather(
           MPI_COMM_WORLD, std::span<const std::uint8_t>(mine), std::span<std::uint8_t>(all),
           agx::EncodeOptions{.lossless = agx::Lossless::automatic});
-      const std::string what = std::string(compressible ? "low-entropy" : "3/4-packable") + " " +
-                               std::to_string(bytes >> 10) + " KiB";
+      const std::string what = std::string(k.name) + " " + std::to_string(bytes >> 10) + " KiB";
       expect(all == want, "priced rule: " + what + " arrives exactly");
-      expect(r.encoded == (compressible && agx::lossless_available(agx::Lossless::automatic)),
-             "priced rule: " + what + (compressible ? " is packed" : " goes plain"));
+      expect(r.encoded == (k.packed && agx::lossless_available(agx::Lossless::automatic)),
+             "priced rule: " + what + (k.packed ? " is packed" : " goes plain"));
     }
   }
 }
@@ -591,15 +600,17 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int victim = -1;
   bool priced = false;
+  const char* half = nullptr;  // --half yes|no (with --priced)
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--expect-corrupt" && i + 1 < argc) victim = std::atoi(argv[++i]);
     else if (std::string(argv[i]) == "--auto-compress" && i + 1 < argc) auto_compress = argv[++i];
     else if (std::string(argv[i]) == "--tuned-speed" && i + 1 < argc) tuned_speed = std::strtod(argv[++i], nullptr);
     else if (std::string(argv[i]) == "--priced") priced = true;
+    else if (std::string(argv[i]) == "--half" && i + 1 < argc) half = argv[++i];
   if (victim >= 0) {
     run_corrupt(victim);
   } else if (priced) {
-    run_priced();
+    run_priced(half);
   } else if (auto_compress != nullptr) {
     run_speed();
     run_bad_options();
