@@ -213,11 +213,18 @@ void EndToEnd::after() {
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(PMPI_Iallgather(&own_crc_, 4, MPI_BYTE, crcs.data(), 4, MPI_BYTE, comm_, &r),
             "MPI_Allgather (AGX_INTEGRITY)");
-  progress_until([&] {
-    int done = 0;
-    check_mpi(PMPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Allgather (AGX_INTEGRITY)");
-    return done != 0;
-  });
+  if (timeout_seconds() > 0) clock_.emplace(timeout_seconds());
+  try {
+    progress_until([&] {
+      int done = 0;
+      check_mpi(PMPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Allgather (AGX_INTEGRITY)");
+      if (!done) watch("the other ranks' checksums (MPI_Allgather of the CRCs)");
+      return done != 0;
+    });
+  } catch (...) {  // a stall (AGX_TIMEOUT_ACTION=error): a collective cannot be cancelled
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    throw;
+  }
   check(crcs);
 }
 
@@ -238,18 +245,43 @@ void EndToEnd::post(int tag) {
     if (p != rank_)
       check_mpi(MPI_Isend(&own_crc_, 4, MPI_BYTE, p, tag, comm_, &requests_[i++]),
                 "MPI_Isend (AGX_INTEGRITY)");
+  open_ = requests_.size();
+  if (timeout_seconds() > 0) clock_.emplace(timeout_seconds());
 }
 
 bool EndToEnd::test() {
   if (!checks_.integrity) return true;
-  int done = 0;
-  std::vector<MPI_Status> st(requests_.size());
-  const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, st.data());
-  check_statuses(rc, st.data(), st.size(), "MPI_Testall (AGX_INTEGRITY)");
-  if (!done) return false;
+  if (open_ > 0) {
+    thread_local std::vector<int> scratch;
+    StallClock idle(0);  // (restarted by test_some only; clock_ is the one that counts)
+    const std::size_t before = open_;
+    open_ = test_some(requests_, scratch, open_, clock_ ? *clock_ : idle);
+    if (open_ > 0) {
+      if (open_ == before && clock_) {
+        std::string from;  // the receives (first half) still open
+        for (std::size_t i = 0; i < requests_.size() / 2; ++i)
+          if (requests_[i] != MPI_REQUEST_NULL) {
+            const int p = static_cast<int>(i) < rank_ ? static_cast<int>(i) : static_cast<int>(i) + 1;
+            from += (from.empty() ? "" : ", ") + rank_in(comm_, p);
+          }
+        watch(from.empty() ? "its checksum messages to be sent"
+                                  : "the checksum of " + from);
+      }
+      return false;
+    }
+  }
   requests_.clear();
   check(crcs_);
   return true;
+}
+
+void EndToEnd::watch(const std::string& waiting_for) {
+  if (!clock_ || !clock_->stalled()) return;
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", clock_->seconds());
+  report_hang(comm_, "agx: AGX_TIMEOUT: " + rank_in(comm_, rank_) + " made no progress for " +
+                         secs + " s in algorithm " + std::string(checks_.algorithm) +
+                         ", stage 'end-to-end check (AGX_INTEGRITY)': waiting for " + waiting_for);
 }
 
 void EndToEnd::check(const std::vector<std::uint32_t>& crcs) {

@@ -44,6 +44,7 @@
 
 #include "core/config.hpp"
 #include "core/schedule.hpp"
+#include "core/timeout.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -122,7 +123,9 @@ class EndToEnd {
 
   /// After a blocking call: the flip seam, the CRCs all-gathered (collective over `comm`
   /// when AGX_INTEGRITY is on; pending nonblocking calls advance meanwhile), every block
-  /// checked; throws agx::Error(MPI_ERR_OTHER).
+  /// checked; throws agx::Error(MPI_ERR_OTHER). Under AGX_TIMEOUT a wait for the CRCs
+  /// that sees no progress for the timeout is reported as every other wait is
+  /// (timeout.hpp), stage "end-to-end check (AGX_INTEGRITY)".
   void after();
 
   /// After a nonblocking call's rounds: the flip seam, then (AGX_INTEGRITY) this rank's
@@ -130,12 +133,16 @@ class EndToEnd {
   /// nobody; test() completes it.
   void post(int tag);
   /// Advances what post() started: true once every CRC is in and every block was
-  /// checked. Throws what after() throws, with the same message.
+  /// checked. Throws what after() throws, with the same message; under AGX_TIMEOUT, a
+  /// CRC that does not come for the timeout is reported with the ranks it waits for.
   bool test();
 
  private:
   void flip_seam();
   void check(const std::vector<std::uint32_t>& crcs);
+  /// AGX_TIMEOUT: reports a stall of the CRC wait, naming `waiting_for`, once `clock_`
+  /// has seen no progress for the timeout.
+  void watch(const std::string& waiting_for);
 
   MPI_Comm comm_;
   int rank_;
@@ -145,6 +152,8 @@ class EndToEnd {
   std::uint32_t own_crc_ = 0;
   std::vector<std::uint32_t> crcs_;    ///< post(): every rank's CRC, as it arrives
   std::vector<MPI_Request> requests_;  ///< post(): the receives, then the sends
+  std::optional<StallClock> clock_;    ///< AGX_TIMEOUT: since the CRC wait last moved
+  std::size_t open_ = 0;               ///< post(): requests not yet complete
 };
 
 /// "0x1c2d3e4f".

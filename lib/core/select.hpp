@@ -48,6 +48,9 @@ class Selector {
 
   /// Why the automatic choice is what it is ("measured", "predicted").
   std::string reason(const Layout& layout, bool in_place) const;
+  /// The tuning file's measured winner for this call's shape and size class;
+  /// `automatic` when the file has none.
+  AlgorithmChoice measured(const Layout& layout) const;
 
   const Placement& placement() const { return placement_; }
   const Tuning& tuning() const { return tuning_; }
@@ -55,8 +58,6 @@ class Selector {
   const NodeStageParams& stage() const { return stage_; }
 
  private:
-  AlgorithmChoice measured(const Layout& layout) const;
-
   Placement placement_;
   Tuning tuning_;
   int ranks_per_node_ = 1;

@@ -71,7 +71,18 @@ class Pricer {
     const bool one_per_node = sel_.placement().nodes() == sel_.placement().nranks();
     FusionCall c;
     c.predicted_s = std::numeric_limits<double>::infinity();
-    for (const auto& [a, s] : sel_.predictions(layout, true)) {
+    // Where the tuning file measured a winner for the fused call's size class, the fused
+    // call runs it, as `auto` would run it for a call of that layout; the model prices it.
+    // (The model alone picked `hierarchical` for 256 KiB-1 MiB per rank on the 1 Gb/s
+    // cluster, where the measured winners were distance_halving and ring.)
+    AlgorithmChoice measured = sel_.measured(layout);
+    if (is_node_path(measured.id) && !settings_.node_paths) measured = {};
+    const auto predictions = sel_.predictions(layout, true);
+    if (std::none_of(predictions.begin(), predictions.end(),
+                     [&](const auto& p) { return p.first == measured; }))
+      measured = {};
+    for (const auto& [a, s] : predictions) {
+      if (measured.id != Algorithm::automatic && a != measured) continue;
       const bool node = is_node_path(a.id);
       if (node && !settings_.node_paths) continue;
       const bool staged = !settings_.segments;

@@ -2,9 +2,10 @@
 // hang. Run by run_timeout.py, which checks the time, the exit status and the text of
 // the diagnostic lines (rank, algorithm, round or stage, peer, block).
 //
-//   test_timeout --skip R [--count C] [--grow C2] --expect abort|error [--calls LIST] [--mpi]
+//   test_timeout --skip R [--count C] [--grow C2] [--sleep S] --expect abort|error
+//                [--calls LIST] [--mpi]
 //
-// Every call of LIST (blocking, start-wait, start-test, plan) runs on a fresh duplicate
+// Every call of LIST (blocking, start-wait, start-test, start-sleep, plan) runs on a fresh duplicate
 // of MPI_COMM_WORLD: first a warm-up call on every rank (the first call on a
 // communicator makes collective MPI calls agx cannot time out: MPI_Comm_dup, topology
 // discovery, the shared segment; before a start, a blocking call, which sets the
@@ -14,6 +15,11 @@
 //                    MPI_Allgather under the interposer returns MPI_ERR_OTHER through
 //                    MPI_ERRORS_RETURN); afterwards agx works on a new communicator
 // --mpi calls MPI_Allgather (run it with LD_PRELOAD=libagx_pmpi.so) instead of the C++ API.
+// start-sleep (with AGX_INTEGRITY): rank R does not skip the call but starts it, then
+// sleeps for --sleep seconds before waiting. Its block is in the segment from the start,
+// so the others finish the rounds and then wait for its checksum, which it sends only
+// once its own rounds are done: that wait must time out (the end-to-end check's stage);
+// rank R's own wait afterwards must not hang.
 // --grow C2: the skipped call gathers C2 elements per rank (blocking and start-wait):
 // with shared_memory and C2 > C it is a call that grows the node's segment, whose
 // creation must time out too (for start-wait, the growth advanced by the wait's test()).
@@ -31,6 +37,7 @@ namespace {
 
 int rank = 0, n = 0, skip = -1, failed = 0;
 std::size_t count = 4, grow = 0;
+int sleep_seconds = 6;
 bool expect_abort = true, use_mpi = false;
 
 std::vector<int> mine() { return std::vector<int>(count, 1000 * rank + 7); }
@@ -59,6 +66,10 @@ int call(MPI_Comm comm, const std::string& how, std::vector<int>& all, agx::Plan
     } else if (how == "start-wait") {
       agx::Request r = gather.start(send, all);
       r.wait();
+    } else if (how == "start-sleep") {
+      agx::Request r = gather.start(send, all);
+      if (rank == skip) std::this_thread::sleep_for(std::chrono::seconds(sleep_seconds));
+      r.wait();
     } else if (how == "start-test") {
       agx::Request r = gather.start(send, all);
       while (!r.test()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -83,12 +94,13 @@ void scenario(const std::string& how) {
   if (how == "plan") plan = agx::Allgather<int>(comm).plan(send, all);  // collective
   // A start on a communicator without agx state runs as the MPI library's own call
   // (docs/nonblocking.md): a blocking call sets the communicator up first.
-  if (how == "start-wait" || how == "start-test") {
+  if (how == "start-wait" || how == "start-test" || how == "start-sleep") {
     const agx::Allgather<int> set_up(comm);
     set_up(send, all);
   }
   // Warm-up: every rank, so that the communicator's collective setup is done.
-  if (call(comm, how, all, &plan) != MPI_SUCCESS || !correct(all)) {
+  const std::string warm_up = how == "start-sleep" ? "start-wait" : how;  // nobody sleeps
+  if (call(comm, warm_up, all, &plan) != MPI_SUCCESS || !correct(all)) {
     std::printf("FAIL rank %d %s: warm-up call failed\n", rank, how.c_str());
     ++failed;
   }
@@ -97,7 +109,10 @@ void scenario(const std::string& how) {
     count = grow;
     all.assign(count * static_cast<std::size_t>(n), -1);
   }
-  if (rank != skip) {
+  if (how == "start-sleep" && rank == skip) {
+    const int cls = call(comm, how, all, &plan);
+    std::printf("rank %d %s: slept, then waited (class %d)\n", rank, how.c_str(), cls);
+  } else if (rank != skip) {
     const int cls = call(comm, how, all, &plan);
     if (expect_abort) {
       std::printf("FAIL rank %d %s: the call returned (class %d) instead of aborting\n", rank,
@@ -129,6 +144,7 @@ int main(int argc, char** argv) {
     if (a == "--skip" && i + 1 < argc) skip = std::atoi(argv[++i]);
     else if (a == "--count" && i + 1 < argc) count = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--grow" && i + 1 < argc) grow = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--sleep" && i + 1 < argc) sleep_seconds = std::atoi(argv[++i]);
     else if (a == "--expect" && i + 1 < argc) expect_abort = std::string(argv[++i]) == "abort";
     else if (a == "--mpi") use_mpi = true;
     else if (a == "--calls" && i + 1 < argc) {

@@ -153,3 +153,40 @@ TEST_CASE("fusion: settings the ranks share change the paths priced", "[fusion]"
   REQUIRE(one.calls.size() == 1);
   CHECK(one.calls.front().algorithm == sel.choose(Layout::uniform(4, 4096), false));
 }
+
+TEST_CASE("fusion: a fused call runs the tuning file's measured winner for its size", "[fusion]") {
+  // The 4 x 2 cluster at 1 Gb/s (docs/results.md, "Fused all-gathers across the
+  // cluster"): its agx-tune file measured `distance_halving` fastest at 64-256 KiB per
+  // rank, where the model alone preferred `hierarchical`; K = 16 members of 16 KiB fuse
+  // into 256 KiB per rank.
+  const Tuning t = parse_tuning(
+      "agx-tuning 1\n"
+      "node.alpha_s 2.1432e-05\nnode.beta_s_per_byte 7.81779e-10\nnode.overhead_s 0\n"
+      "network.alpha_s 4.45465e-05\nnetwork.overhead_s 2.83385e-05\n"
+      "network.beta_s_per_byte 8.74706e-09\nnode.rendezvous_s 0\nnode.eager_bytes 0\n"
+      "network.rendezvous_s 0\nnetwork.eager_bytes 0\ncopy_s_per_byte 1.10219e-10\n"
+      "node_sync_s 1.24135e-05\n"
+      "best 8 2 16384 hierarchical\nbest 8 2 65536 distance_halving\n"
+      "best 8 2 262144 distance_halving\nbest 8 2 1048576 ring\n",
+      "the cluster's file");
+  Selector sel(Placement({0, 0, 1, 1, 2, 2, 3, 3}), t, NodeStageParams{});
+  const auto members = uniform(8, 16, 16384);
+  std::vector<std::size_t> fused_bytes(8, 16 * 16384), offsets(8);
+  for (std::size_t r = 0; r < 8; ++r) offsets[r] = r * 16 * 16384;
+  const Layout fused = Layout::varying(fused_bytes, offsets);
+  REQUIRE(sel.measured(fused).id == Algorithm::distance_halving);
+  const FusionDecision d = decide_fusion(sel, members);
+  INFO(describe(d));
+  for (const FusionCall& c : d.calls)
+    if (c.members.size() > 1) CHECK(c.algorithm.id == Algorithm::distance_halving);
+  // Without the measured lines the model's own cheapest runs (the test can tell them apart).
+  Tuning model_only = t;
+  model_only.best.clear();
+  Selector plain(Placement({0, 0, 1, 1, 2, 2, 3, 3}), model_only, NodeStageParams{});
+  const FusionDecision m = decide_fusion(plain, members);
+  INFO("model only: " << describe(m));
+  bool other = false;
+  for (const FusionCall& c : m.calls)
+    if (c.members.size() > 1) other = other || c.algorithm.id != Algorithm::distance_halving;
+  CHECK(other);
+}
