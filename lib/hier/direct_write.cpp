@@ -86,7 +86,7 @@ void exchange(HierContext& h, std::uint64_t gen, const T& mine, std::vector<T>& 
     std::memcpy(&all[static_cast<std::size_t>(j)], b.bytes, sizeof(T));
   }
   h.mark_started(gen - 1);  // every local rank has started this call
-  h.finish_done(gen);
+  h.finish_call(gen);
 }
 
 }  // namespace

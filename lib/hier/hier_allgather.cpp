@@ -188,7 +188,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     copy_out_local(h, c);
   }
   if (t.nnodes > 1) copy_out_remote(h, c);
-  h.finish_done(gen);
+  h.finish_call(gen);
 }
 
 }  // namespace
@@ -278,6 +278,7 @@ std::string describe(CommContext& ctx) {
      << h.data_bytes() << " B (grown " << h.grows() << "x), generation " << h.gen()
      << ", inline calls " << h.inline_calls << ", staged calls " << h.staged_calls << ", single-copy calls " << h.single_copy_calls
      << ", chunk " << h.chunk_bytes() << " B"
+     << ", finished calls ahead of the ready/done watermarks " << h.ready_ahead() << "/" << h.done_ahead()
      << (h.chunk_bytes() != s.chunk_bytes ? " (whole blocks: oversubscribed)" : "") << "\n";
   return os.str();
 }

@@ -147,8 +147,7 @@ void HierContext::finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::ui
   if (gen == w.mark + 1 && w.ahead.empty()) {
     w.mark = gen;  // the common case: calls finish in order, nothing allocated
   } else {
-    w.ahead.push_back(gen);
-    std::sort(w.ahead.begin(), w.ahead.end());
+    w.ahead.insert(std::lower_bound(w.ahead.begin(), w.ahead.end(), gen), gen);
     while (!w.ahead.empty() && w.ahead.front() <= w.mark + 1) {
       w.mark = std::max(w.mark, w.ahead.front());
       w.ahead.erase(w.ahead.begin());

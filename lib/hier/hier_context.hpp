@@ -206,6 +206,17 @@ class HierContext final : public NodeState {
   /// flag shows the largest G such that every call up to G has finished (a watermark).
   void finish_ready(std::uint64_t gen) { finish(ready_, own_slot().ready, gen); }
   void finish_done(std::uint64_t gen) { finish(done_, own_slot().done, gen); }
+  /// The end of a blocking call `gen`: both flags. Every call takes a generation of
+  /// both watermarks, so a call that receives nothing into the segment (one node, or a
+  /// rank that is not a leader) must finish `ready` too: left open, it held the
+  /// watermark below every later call, whose generations then piled up ahead of it.
+  void finish_call(std::uint64_t gen) {
+    finish_ready(gen);
+    finish_done(gen);
+  }
+  /// Finished calls above each watermark's gap (0 unless calls are in flight; agx-info).
+  std::size_t ready_ahead() const { return ready_.ahead.size(); }
+  std::size_t done_ahead() const { return done_.ahead.size(); }
 
   std::uint64_t next_gen() { return ++gen_; }
   std::uint64_t gen() const { return gen_; }
@@ -236,7 +247,7 @@ class HierContext final : public NodeState {
   std::string set_up_waiting_for() const;
   struct Watermark {
     std::uint64_t mark = 0;
-    std::vector<std::uint64_t> ahead;  // finished calls above mark + 1 (rare: engine calls)
+    std::vector<std::uint64_t> ahead;  // finished calls above mark + 1, sorted (engine calls)
   };
   void finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen);
   Watermark ready_, done_;

@@ -296,7 +296,7 @@ void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, 
     else if (bytes > 0) copy_bytes(recv_at(buffers, layout, r), b.bytes, bytes);
   }
   h.mark_started(gen - 1);  // every local rank has started this call
-  h.finish_done(gen);
+  h.finish_call(gen);
 }
 
 void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout) {
@@ -332,7 +332,7 @@ void single_copy(HierContext& h, std::uint64_t gen, const Buffers& buffers, cons
       left -= static_cast<std::size_t>(got);
     }
   }
-  h.finish_done(gen);
+  h.finish_call(gen);
   for (int j = 0; j < n; ++j) {
     const Slot& s = h.slot(j);
     wait_advancing(h, [&] { return s.done.load(std::memory_order_acquire) >= gen; },

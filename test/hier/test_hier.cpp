@@ -137,6 +137,34 @@ int main(int argc, char** argv) {
   for (std::size_t size : {std::size_t{3}, std::size_t{1} << 20, std::size_t{5}})
     run_case(MPI_COMM_WORLD, "world", {agx::Algorithm::hierarchical, size, false, false}, salt++, world_nodes);
 
+  // Blocking and nonblocking node calls alternating on one communicator: every call
+  // finishes its generation of both watermarks (ready and done flags), so none is left
+  // ahead of a gap. (A blocking call without receives into the segment once left its
+  // `ready` generation open; every later nonblocking call then piled up behind it, and
+  // each finish sorted the pile: 3 us per call at N = 2 grew to 470 us after 10^5 calls.)
+  {
+    const agx::Algorithm algo = world_nodes > 1 ? agx::Algorithm::hierarchical : agx::Algorithm::shared_memory;
+    const agx::Allgather<int> g(MPI_COMM_WORLD, agx::Options{algo});
+    for (std::size_t count : {std::size_t{2}, std::size_t{3000}}) {  // inline and staged
+      std::vector<int> send(count, me), all(count * static_cast<std::size_t>(n), -1);
+      for (int i = 0; i < 20; ++i) {
+        g(std::span<const int>(send), std::span<int>(all));
+        agx::Request r = g.start(std::span<const int>(send), std::span<int>(all));
+        r.wait();
+      }
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (all[i] != static_cast<int>(i / count)) {
+          fail(me, "alternating blocking and nonblocking calls: element " + std::to_string(i) + " is " +
+                       std::to_string(all[i]));
+          break;
+        }
+    }
+    if (h.ready_ahead() != 0 || h.done_ahead() != 0)
+      fail(me, "alternating blocking and nonblocking calls left " + std::to_string(h.ready_ahead()) +
+                   " / " + std::to_string(h.done_ahead()) +
+                   " finished calls ahead of the ready / done watermark");
+  }
+
   MPI_Comm_free(&reversed);  // frees its segment and communicators (attribute callback)
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
