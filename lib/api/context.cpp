@@ -100,6 +100,7 @@ CommContext& set_up(MPI_Comm user_comm) {
   }
   const std::string tuning_text = rank == 0 ? own_tuning_text() : std::string();
   mine.tuning_bytes = tuning_text.size();
+  mine.device = cuda::own_setup_word();
   std::vector<SetupRecord> all(static_cast<std::size_t>(size));
   // PMPI_ on purpose: under the interposer, MPI_Allgather would re-enter agx.
   check_mpi(PMPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, c.comm),
@@ -117,7 +118,11 @@ CommContext& set_up(MPI_Comm user_comm) {
                                              hier::stage_params(*node));
   const MPI_Comm comm = c.comm;
   c.comm = MPI_COMM_NULL;  // the context owns it from here, and the selector
-  return CommContext::attach(user_comm, comm, selector.release(), std::move(node));
+  CommContext& ctx = CommContext::attach(user_comm, comm, selector.release(), std::move(node));
+  std::vector<cuda::SetupWord> words(all.size());
+  for (std::size_t r = 0; r < all.size(); ++r) words[r] = all[r].device;
+  cuda::adopt_setup_words(ctx, words);
+  return ctx;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <agx/bytes.hpp>
 
 #include "core/comm_context.hpp"
+#include "cuda/device_path.hpp"
 #include "hier/topology.hpp"
 
 #include <cstdint>
@@ -35,6 +36,7 @@ namespace agx {
 struct SetupRecord {
   hier::NodeRecord node;
   std::uint64_t tuning_bytes = 0;  ///< rank 0's tuning text length (0: built-in defaults)
+  cuda::SetupWord device;          ///< the communicator's device state (lib/cuda)
 };
 
 /// The context of an intra-communicator, set up on first use (collective then).

@@ -63,18 +63,23 @@ long long settings_word(const CudaSettings& s) {
          static_cast<long long>(s.chunk_bytes) << 4;
 }
 
-CommState& state_of(CommContext& ctx) {
+int state_keyval() {
   static int keyval = MPI_KEYVAL_INVALID;
   if (keyval == MPI_KEYVAL_INVALID)
     check_mpi(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, nullptr),
               "MPI_Comm_create_keyval");
+  return keyval;
+}
+
+// The state adopt_setup_words recorded at the communicator's set-up. (A context made
+// without that exchange would agree here, collectively, as once every first call did.)
+CommState& state_of(CommContext& ctx) {
   void* attr = nullptr;
   int found = 0;
-  check_mpi(MPI_Comm_get_attr(ctx.comm(), keyval, &attr, &found), "MPI_Comm_get_attr");
+  check_mpi(MPI_Comm_get_attr(ctx.comm(), state_keyval(), &attr, &found), "MPI_Comm_get_attr");
   if (found) return *static_cast<CommState*>(attr);
-  const CudaSettings& s = cuda_settings();
-  const long long word = settings_word(s), staging = static_cast<long long>(s.staging_bytes);
-  long long mine[5] = {device_count() > 0 ? 1 : 0, word, -word, staging, -staging};
+  const SetupWord w = own_setup_word();
+  long long mine[5] = {w.device, w.settings, -w.settings, w.staging, -w.staging};
   long long all[5] = {0, 0, 0, 0, 0};
   MPI_Request r = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(mine, all, 5, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
@@ -85,9 +90,9 @@ CommState& state_of(CommContext& ctx) {
     return done != 0;
   });
   auto* st = new CommState();
-  st->device_calls = all[0] != 0 && !s.off;
+  st->device_calls = all[0] != 0 && !cuda_settings().off;
   st->settings_differ = all[1] != -all[2] || all[3] != -all[4];
-  check_mpi(MPI_Comm_set_attr(ctx.comm(), keyval, st), "MPI_Comm_set_attr");
+  check_mpi(MPI_Comm_set_attr(ctx.comm(), state_keyval(), st), "MPI_Comm_set_attr");
   return *st;
 }
 
@@ -264,6 +269,28 @@ class IpcRun final : public DeviceCall::Run {
 };
 
 }  // namespace
+
+SetupWord own_setup_word() {
+  SetupWord w;
+  if (!built_with_cuda()) return w;
+  const CudaSettings& s = cuda_settings();
+  w.device = device_count() > 0 ? 1 : 0;
+  w.settings = settings_word(s);
+  w.staging = static_cast<std::int64_t>(s.staging_bytes);
+  return w;
+}
+
+void adopt_setup_words(CommContext& ctx, const std::vector<SetupWord>& all) {
+  auto st = std::make_unique<CommState>();
+  for (const SetupWord& w : all) {
+    st->device_calls = st->device_calls || w.device != 0;
+    st->settings_differ = st->settings_differ || w.settings != all.front().settings ||
+                          w.staging != all.front().staging;
+  }
+  st->device_calls = st->device_calls && !cuda_settings().off;
+  check_mpi(MPI_Comm_set_attr(ctx.comm(), state_keyval(), st.get()), "MPI_Comm_set_attr");
+  st.release();  // the attribute's delete callback frees it with the communicator
+}
 
 std::optional<Path> last_path() { return last; }
 

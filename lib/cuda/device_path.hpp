@@ -8,7 +8,9 @@
 #include "cuda/settings.hpp"
 
 #include <functional>
+#include <cstdint>
 #include <memory>
+#include <vector>
 #include <optional>
 
 namespace agx {
@@ -92,10 +94,23 @@ bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& bu
 std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                                     const Layout& layout);
 
+/// This rank's part of the communicator's device state, carried by the communicator's
+/// set-up exchange (api/context.cpp): whether it sees a GPU, and the settings that must
+/// match on every rank.
+struct SetupWord {
+  std::int64_t device = 0;    ///< 1: a GPU is visible (and CUDA is built)
+  std::int64_t settings = 0;  ///< the AGX_CUDA* settings as one number
+  std::int64_t staging = 0;   ///< AGX_CUDA_STAGING_BYTES
+};
+SetupWord own_setup_word();
+/// Records the communicator's device state from every rank's word, at its set-up (no
+/// collective: the set-up exchange carried them), so that no later call, blocking or
+/// nonblocking, agrees on it: a start never waits for it.
+void adopt_setup_words(CommContext& ctx, const std::vector<SetupWord>& all);
+
 /// Whether every call on ctx's communicator takes the host path without an agreement:
 /// no CUDA built, or no rank sees a GPU (AGX_CUDA=off counts as none). The same on every
-/// rank; agreed once per communicator at its first call (collective then, as any first
-/// call's), local afterwards. The interposer's compressed nonblocking starts ask it
+/// rank; agreed once per communicator in its set-up exchange, local afterwards. The interposer's compressed nonblocking starts ask it
 /// (pmpi/call.cpp, start_compressed), which must not wait for the other ranks.
 bool host_only(CommContext& ctx);
 

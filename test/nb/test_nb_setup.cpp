@@ -11,7 +11,8 @@
 // - growth: the same token order with a call larger than the node's segment;
 // - a plan's first start, the same way;
 // - auto: the communicator's first auto call runs point-to-point (the blocking calls'
-//   rule), the second the node path when the selector's choice is one, token order too.
+//   rule), the second the node path when the selector's choice is one, token order too;
+// - a communicator set up by choose_algorithm only: its first start, token order too.
 
 #include <agx/agx.hpp>
 
@@ -155,6 +156,18 @@ void automatic() {
   MPI_Comm_free(&c);
 }
 
+// A communicator set up by choose_algorithm alone, no call on it yet: the first start
+// agrees on nothing with its peers (the device state, whether any rank sees a GPU, came
+// with the set-up exchange; it was an MPI_Iallreduce awaited inside start()).
+void set_up_by_choice() {
+  MPI_Comm c = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  (void)agx::choose_algorithm(c, agx::Layout::uniform(n_, 4000));  // collective: the set-up
+  token_call(c, {agx::Algorithm::ring}, 1000, 41, "ring, the first call after choose_algorithm",
+             agx::Algorithm::ring);
+  MPI_Comm_free(&c);
+}
+
 bool shared_memory_served() {
   MPI_Comm c = fresh();
   bool served = true;
@@ -179,6 +192,7 @@ int main(int argc, char** argv) {
     if (shared_memory_served()) forced(agx::Algorithm::shared_memory);
     forced(agx::Algorithm::hierarchical);
     automatic();
+    set_up_by_choice();
   } catch (const agx::Error& e) {
     fail(std::string("agx::Error: ") + e.what());
   }
