@@ -4,7 +4,6 @@
 // api/dispatch.cpp): they choose among lib/core's, lib/hier's and lib/cuda's paths.
 
 #include "core/nonblocking.hpp"
-#include "core/spin.hpp"
 
 #include <agx/error.hpp>
 #include <agx/request.hpp>
@@ -96,13 +95,6 @@ bool Operation::test() {
 }
 
 void Operation::wait() {
-  // A short spin first, as the blocking paths' flag waits do (hier/wait.hpp): a peer
-  // on another core is often a few hundred nanoseconds away, and a sched_yield costs
-  // about that much by itself.
-  for (int i = 0; i < 32; ++i) {
-    if (test()) return;
-    cpu_relax();
-  }
   // Every other running operation of this process advances too, so that requests
   // may be waited for in any order on different ranks without deadlock.
   while (!test()) {
