@@ -322,7 +322,8 @@ bool packer_known_locally(MPI_Comm comm, const EncodeOptions& e) {
 EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
                          std::span<const std::size_t> block_bytes,
                          std::span<const std::size_t> offsets, std::size_t elem_bytes,
-                         ElementKind kind, const EncodeOptions& encode, const Options& options) {
+                         ElementKind kind, const EncodeOptions& encode, const Options& options,
+                         bool plain_only) {
   if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
   EncodedCall c;
   c.comm = comm;
@@ -351,8 +352,8 @@ EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
   if (cuda::is_device_memory(buffers.recv) || cuda::is_device_memory(buffers.send))
     throw Error(MPI_ERR_BUFFER, "agx: the encoded all-gather takes host buffers, not device memory");
   check_encode_options(encode, kind);
-  if (config().check) check_agreement(comm, block_bytes, elem_bytes, kind, encode, options);
-  const Packer call = call_packer(comm, encode);
+  if (config().check && !plain_only) check_agreement(comm, block_bytes, elem_bytes, kind, encode, options);
+  const Packer call = plain_only ? Packer::none : call_packer(comm, encode);
   c.buffers = buffers;
   c.block_bytes.assign(block_bytes.begin(), block_bytes.end());
   c.offsets.assign(offsets.begin(), offsets.end());
@@ -361,8 +362,8 @@ EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
   c.result.plain_bytes = plain;
   // The plain call when no block can be encoded (the same on every rank: the sizes are
   // known everywhere).
-  if (!encode.sparse && encode.lossy.mode == Lossy::Mode::off &&
-      (call == Packer::none || largest < encode.min_bytes)) {
+  if (plain_only || (!encode.sparse && encode.lossy.mode == Lossy::Mode::off &&
+                     (call == Packer::none || largest < encode.min_bytes))) {
     c.plain = true;
     c.uniform = true;  // a regular call stays one (the selection tells them apart)
     for (std::size_t u = 0; u < un; ++u)

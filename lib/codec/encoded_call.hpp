@@ -45,11 +45,13 @@ void uniform_blocks(MPI_Comm comm, std::size_t count, std::size_t elem_bytes,
 /// Checks the call (the blocking call's checks, in its order; AGX_CHECK's agreement is
 /// a blocking all-gather, and the packer of `automatic` may agree on the compressor's
 /// speed: see packer_known_locally), decides plain or encoded and, encoded, encodes the
-/// own block.
+/// own block. `plain_only`: the checks without AGX_CHECK's agreement, then the plain call
+/// (nothing collective: a start on a communicator agx has not set up).
 EncodedCall prepare_call(MPI_Comm comm, const Buffers& buffers,
                          std::span<const std::size_t> block_bytes,
                          std::span<const std::size_t> offsets, std::size_t elem_bytes,
-                         ElementKind kind, const EncodeOptions& encode, const Options& options);
+                         ElementKind kind, const EncodeOptions& encode, const Options& options,
+                         bool plain_only = false);
 
 /// Whether the packer of a call with `encode` on `comm` is decided without any
 /// communication: off, lz4 and zstd always; automatic on one node, or where the

@@ -127,8 +127,13 @@ EncodedRequest start_encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buff
                                               const Options& options) {
   check_config();
   detail::progress_from_environment();
-  codec::EncodedCall c =
-      codec::prepare_call(comm, buffers, block_bytes, offsets, elem_bytes, kind, encode, options);
+  // A communicator agx has not set up: its set-up (and the compressor's agreed speed) are
+  // collectives, which a start must not wait for. The call runs plain, as the MPI
+  // library's own nonblocking all-gather (start_allgather_bytes' first-call rule), and its
+  // result says nothing was encoded. AGX_CHECK's agreement synchronizes anyway: it sets up.
+  const bool fresh = existing_context(comm) == nullptr && !config().check;
+  codec::EncodedCall c = codec::prepare_call(comm, buffers, block_bytes, offsets, elem_bytes,
+                                             kind, encode, options, fresh);
   auto result = std::make_shared<EncodedResult>(c.result);
   if (c.plain)  // nothing to encode: the plain nonblocking call
     return EncodedRequest(start_allgather_bytes(comm, buffers, c.plain_layout(), options), result);

@@ -547,6 +547,15 @@ FusedRequest start_fused_allgather_bytes(MPI_Comm comm, std::span<const FusedPar
   std::unique_ptr<detail::FusedState, detail::FusedStateDeleter> s(new detail::FusedState);
   if (parts.empty()) return FusedRequest(std::move(s));
   detail::progress_from_environment();
+  // A communicator agx has not set up: its set-up is a collective, which a start must not
+  // wait for. Every member then starts alone, as the MPI library's own nonblocking call
+  // (the first-call rule of start_allgather_bytes; docs/nonblocking.md). AGX_CHECK's
+  // agreement synchronizes anyway: it sets up.
+  if (existing_context(comm) == nullptr && !config().check) {
+    for (std::size_t m = 0; m < parts.size(); ++m)
+      s->calls.push_back(start_call(comm, n, me, subset(parts, {m}), options));
+    return FusedRequest(std::move(s));
+  }
   for (const CallPlan& c : plan_calls(comm, parts, options, whole, true))
     s->calls.push_back(start_call(comm, n, me, subset(parts, c.members), c.options));
   return FusedRequest(std::move(s));

@@ -11,7 +11,7 @@
 // Cases: ring and auto, out of place and in place, a v layout with gaps (in place too);
 // then on the same communicators a blocking call, after which a start is agx's again; a
 // start, a blocking call (the set-up), then the wait; start(), MPI_Comm_free, wait();
-// the option errors on a fresh communicator.
+// the option errors on a fresh communicator; a fused group's start and an encoded start.
 
 #include <agx/agx.hpp>
 
@@ -133,6 +133,53 @@ void first_calls() {
   }
 }
 
+// A fused group's start and an encoded start on a fresh communicator wait for nobody
+// either: each member, and the encoded call (plain then), run as the MPI library's own.
+void group_and_encoded() {
+  if (only != nullptr) return;
+  {
+    arm("fused group of three: first call");
+    MPI_Comm c = fresh();
+    const std::size_t counts[3] = {10, 1000, 3};
+    std::vector<std::vector<std::uint32_t>> sends;
+    std::vector<Guarded> recvs;
+    recvs.reserve(3);
+    agx::Group g(c);
+    for (unsigned k = 0; k < 3; ++k) {
+      sends.push_back(block(60 + k, rank_, counts[k]));
+      recvs.emplace_back(counts[k] * static_cast<std::size_t>(n_));
+      g.add(std::span<const std::uint32_t>(sends[k]), std::span(recvs[k].data(), recvs[k].size()));
+    }
+    token_before_peer(c, false);
+    agx::FusedRequest r = g.start();
+    token_before_peer(c, true);
+    r.wait();
+    for (unsigned k = 0; k < 3; ++k)
+      check_uniform(recvs[k], 60 + k, n_, counts[k], "fused group member " + std::to_string(k));
+    MPI_Comm_free(&c);
+    alarm(0);
+  }
+  {
+    arm("encoded (lz4): first call");
+    MPI_Comm c = fresh();
+    const std::size_t count = 40000;  // 160 KB: above the compression threshold
+    const auto send = block(70, rank_, count);
+    Guarded recv(count * static_cast<std::size_t>(n_));
+    agx::EncodeOptions e;
+    e.lossless = agx::Lossless::lz4;
+    e.min_bytes = 0;
+    token_before_peer(c, false);
+    agx::EncodedRequest r = agx::start_encoded_allgather(
+        c, std::span<const std::uint32_t>(send), std::span(recv.data(), recv.size()), e);
+    token_before_peer(c, true);
+    r.wait();
+    check_uniform(recv, 70, n_, count, "encoded (lz4) first call");
+    if (r.result().encoded) fail("encoded (lz4) first call: encoded on a communicator agx had not set up");
+    MPI_Comm_free(&c);
+    alarm(0);
+  }
+}
+
 // After a blocking call the communicator is agx's: its starts run agx's algorithms.
 void after_blocking() {
   arm("after a blocking call");
@@ -214,6 +261,7 @@ int main(int argc, char** argv) {
   if (argc > 1) only = argv[1];
   try {
     first_calls();
+    group_and_encoded();
     if (only == nullptr) {
       after_blocking();
       errors();
