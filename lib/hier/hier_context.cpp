@@ -141,8 +141,27 @@ void HierContext::wait_done(std::uint64_t gen) {
   mark_synced(gen);
 }
 
+void HierContext::finish_call(std::uint64_t gen) {
+  Slot& own = own_slot();
+  std::lock_guard lock(finish_mutex_);
+  // The common case, calls in order: both flags, one fence and one look for sleepers.
+  if (gen == ready_.mark + 1 && ready_.ahead.empty() && gen == done_.mark + 1 && done_.ahead.empty()) {
+    ready_.mark = done_.mark = gen;
+    own.ready.store(gen, std::memory_order_release);
+    own.done.store(gen, std::memory_order_release);
+    notify();
+    return;
+  }
+  finish_locked(ready_, own.ready, gen);
+  finish_locked(done_, own.done, gen);
+}
+
 void HierContext::finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen) {
   std::lock_guard lock(finish_mutex_);
+  finish_locked(w, flag, gen);
+}
+
+void HierContext::finish_locked(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen) {
   if (gen <= w.mark) return;
   if (gen == w.mark + 1 && w.ahead.empty()) {
     w.mark = gen;  // the common case: calls finish in order, nothing allocated

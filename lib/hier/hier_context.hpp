@@ -210,10 +210,7 @@ class HierContext final : public NodeState {
   /// both watermarks, so a call that receives nothing into the segment (one node, or a
   /// rank that is not a leader) must finish `ready` too: left open, it held the
   /// watermark below every later call, whose generations then piled up ahead of it.
-  void finish_call(std::uint64_t gen) {
-    finish_ready(gen);
-    finish_done(gen);
-  }
+  void finish_call(std::uint64_t gen);
   /// Finished calls above each watermark's gap (0 unless calls are in flight; agx-info).
   std::size_t ready_ahead() const { return ready_.ahead.size(); }
   std::size_t done_ahead() const { return done_.ahead.size(); }
@@ -250,6 +247,7 @@ class HierContext final : public NodeState {
     std::vector<std::uint64_t> ahead;  // finished calls above mark + 1, sorted (engine calls)
   };
   void finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen);
+  void finish_locked(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen);
   Watermark ready_, done_;
   std::mutex finish_mutex_;  // calls on one communicator may be advanced by two threads
   std::uint64_t engine_gen_ = 0;

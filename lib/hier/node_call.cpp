@@ -220,15 +220,18 @@ class StagedSegment final : public NodeSegment {
 const Schedule& node_schedule(CommContext& ctx, Algorithm a, std::size_t total) {
   HierContext& h = hier_context(ctx);
   const Topology& t = h.topo;
-  NodeShape shape;
-  shape.node_of = t.node_of;
-  shape.leaders = h.leaders;
-  shape.total_bytes = total;
-  if (t.nnodes > 1) shape.inter = inter_algorithm(t.nnodes, total);
-  const auto key = std::make_pair(a, shape.inter.value_or(AlgorithmChoice{}));
+  std::optional<AlgorithmChoice> inter;
+  if (t.nnodes > 1) inter = inter_algorithm(t.nnodes, total);
+  const auto key = std::make_pair(a, inter.value_or(AlgorithmChoice{}));
   auto it = h.node_schedules.find(key);
-  if (it == h.node_schedules.end())
+  if (it == h.node_schedules.end()) {  // (the placement is copied only to plan)
+    NodeShape shape;
+    shape.node_of = t.node_of;
+    shape.leaders = h.leaders;
+    shape.total_bytes = total;
+    shape.inter = inter;
     it = h.node_schedules.emplace(key, plan_node_algorithm(a, shape, t.rank)).first;
+  }
   return it->second;
 }
 
