@@ -138,7 +138,8 @@ def main():
            loopback_bw="{d["loopback_Bps"]:.9g}Bps" loopback_lat="{d["loopback_lat_s"] * 1e6:.9g}us"/>
 </platform>
 """)
-    sim_args = ["--tuning", os.path.abspath(args.tuning),
+    # Paths from the repository root (run-grid.py runs smpirun there).
+    sim_args = ["--tuning", src,
                 "--recv-overhead", ",".join(repr(x) for x in d["recv_overhead_s"]),
                 "--leaders", str(args.leaders)]
     settings = ["--cfg=smpi/os:0:0:0", "--cfg=smpi/ois:0:0:0",
@@ -163,7 +164,7 @@ def main():
           f"{d['loopback_lat_s'] * 1e6:.2f} us; receive overhead node {d['recv_overhead_s'][0] * 1e6:.2f} us, "
           f"network {d['recv_overhead_s'][1] * 1e6:.2f} us")
     print(f"wrote {xml_path}, {json_path}")
-    print("agx-sim arguments: --ppn", args.ppn, " ".join(sim_args))
+    print("agx-sim arguments (from the repository root): --ppn", args.ppn, " ".join(sim_args))
     print("SMPI settings:", " ".join(settings))
     return 0
 
