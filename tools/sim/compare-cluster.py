@@ -78,7 +78,9 @@ def main():
             w = csv.DictWriter(f, fieldnames=list(points[0]) + ["sim_over_measured", "model_over_measured"])
             w.writeheader()
             for p in points:
-                w.writerow({**p, "sim_over_measured": f"{p['sim_us'] / p['measured_us']:.4f}",
+                w.writerow({**p, "sim_us": f"{p['sim_us']:.3f}",
+                            "sim_model_us": f"{p['sim_model_us']:.3f}" if p["sim_model_us"] else "",
+                            "sim_over_measured": f"{p['sim_us'] / p['measured_us']:.4f}",
                             "model_over_measured": f"{p['model_us'] / p['measured_us']:.4f}"
                             if p["model_us"] else ""})
 
