@@ -10,7 +10,8 @@
 # the model must price distance halving and locality_bruck within 5 % of their simulated
 # time (without routes: 0.75 and 0.53, router links shared by the detour to a group's
 # gateway router) and auto must take the fastest of ring, neighbour exchange and distance
-# halving (without routes it took neighbour exchange, 1.20x ring). Then bad arguments (--sizes 8,x, a short
+# halving (without routes it took neighbour exchange, 1.20x ring). Then the platform that
+# tools/sim/cluster-platform.py makes from the 1 Gb/s cluster's tuning file (below). Then bad arguments (--sizes 8,x, a short
 # --cost, ...) must be refused with a message and exit status 2. Skips (77) without smpicxx.
 #
 #   test/sim/run-sim-test.sh BUILD_DIR
@@ -81,11 +82,55 @@ if bad:
     sys.exit("FAIL: dragonfly 64 x 1, 1 MiB: " + "; ".join(bad))
 print("sim: dragonfly 64 x 1, 1 MiB: routed model within 5 %, auto took the fastest")
 PY
+# The platform of a measured cluster (tools/sim/cluster-platform.py on the 1 Gb/s 4 x 2
+# cluster's tuning file, docs/scale.md "Calibration from the cluster"): its host links are
+# 1/network.beta and (network.alpha - network.overhead) / 2, its loopback 1/node.beta and
+# node.alpha; on it, with the file (--tuning) and the per-level receive overhead
+# (--recv-overhead), recursive doubling at 64 B simulates within 2 % of the model's
+# prediction (without --recv-overhead, smpi/or 0: 0.52 of it), and auto runs the file's measured
+# winners: hierarchical at 64 B, ring at 1 MiB (the model alone: hierarchical there).
+cal="$root/docs/scale/cluster-1g"
+python3 "$root/tools/sim/cluster-platform.py" "$cal/tuning-1g.txt" --nodes 4 --ppn 2 --name cal \
+  --bench "$cal/bench-1g.csv" --out-dir "$work/cal" > /dev/null
+python3 - "$cal/tuning-1g.txt" "$work/cal/cal.xml" <<'PY' || exit 1
+import re, sys
+t = {f[0]: float(f[1]) for f in (l.split() for l in open(sys.argv[1])) if len(f) == 2 and f[0][0] in "nc"}
+xml = open(sys.argv[2]).read()
+attr = lambda name, unit: float(re.search(rf'\b{name}="([0-9.e+-]+){unit}"', xml).group(1))
+want = {"bw": (attr("bw", "Bps"), 1 / t["network.beta_s_per_byte"]),
+        "lat": (attr("lat", "us") * 1e-6, (t["network.alpha_s"] - t["network.overhead_s"]) / 2),
+        "loopback_bw": (attr("loopback_bw", "Bps"), 1 / t["node.beta_s_per_byte"]),
+        "loopback_lat": (attr("loopback_lat", "us") * 1e-6, t["node.alpha_s"] - t["node.overhead_s"])}
+bad = [f"{k} {got:.6g}, want {w:.6g}" for k, (got, w) in want.items() if abs(got - w) > 1e-6 * w]
+if 'radical="0-3"' not in xml or 'sharing_policy="SPLITDUPLEX"' not in xml:
+    bad.append("not 4 hosts with split-duplex links")
+if bad:
+    sys.exit("FAIL: cluster platform: " + "; ".join(bad))
+PY
+python3 "$root/tools/sim/run-grid.py" --params "$work/cal/cal.json" --binary "$binary" --work-dir "$work/cal" \
+  -o "$work/cal/sim.csv" --no-plot --no-selectors --sizes 64,1048576 --algos recursive_doubling,auto > /dev/null
+python3 - "$work/cal/sim.csv" <<'PY' || exit 1
+import csv, sys
+rows = {(r["algo"], r["bytes"]): r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))}
+bad = []
+rd = rows.get(("recursive_doubling", "64"))
+if rd is None or rd["status"] != "ok" or abs(float(rd["sim_s"]) / float(rd["pred_s"]) - 1) > 0.02:
+    bad.append(f"recursive_doubling 64 B: {rd and (rd['status'], rd['sim_s'], rd['pred_s'])} (want sim within 2 % of pred)")
+for b, want in (("64", "hierarchical"), ("1048576", "ring")):
+    ran = rows.get(("auto", b), {}).get("ran", "")
+    if ran.split("/")[0] != want:
+        bad.append(f"auto at {b} B ran '{ran}', not the tuning file's {want}")
+if bad:
+    sys.exit("FAIL: cluster platform: " + "; ".join(bad))
+print(f"sim: cluster platform from the 1 Gb/s tuning file: links as the file's levels; recursive doubling "
+      f"64 B {float(rd['sim_s']) * 1e6:.1f} us (model {float(rd['pred_s']) * 1e6:.1f}); auto ran the measured winners")
+PY
 # Bad values are refused with a message and exit status 2 (strtoull once read 8,x as 8,0).
 for bad in "--sizes 8,x|--sizes: not a number: 'x'" "--cost 1,2,3|--cost: needs 6" \
            "--ppn 4x|--ppn: not a number: '4x'" "--groups 2,y|--groups: not a number: 'y'" \
            "--routes fattree,2,2|--routes: needs KIND" \
            "--routes dragonfly,2,2,5e10,3e-7,4.5e11,7e-7,5e-7|--routes: dragonfly: hosts must be A*A*B" \
+           "--tuning /nonexistent|--tuning: cannot read" "--recv-overhead 1|--recv-overhead: needs 2" \
            "--no-such-option|not expected: --no-such-option"; do
   args=(${bad%%|*})
   want=${bad#*|}

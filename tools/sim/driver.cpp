@@ -33,6 +33,16 @@
 // dragonfly with its shape A,B; the links' bandwidth and latency, the loopback's, the
 // receiver's overhead per eager message, smpi/or, and SMPI's detached-send threshold,
 // default 65536); then every message is priced on its own path (core/cost_model.hpp).
+// --tuning FILE: an agx tuning file (agx-tune's output, docs/tuning.md), read with lib's
+// parser as libagx reads AGX_TUNING_FILE: its α/β/overhead per level, copy and sync costs
+// (as --cost and --node-copy; its copy.rate lines are dropped, the simulated nodes copy at
+// one rate) and its measured winners, which `auto` takes where one applies, as libagx
+// does; a later --cost or --node-copy overrides its numbers.
+// --recv-overhead NODE_S,NETWORK_S: the receiver's CPU time per message, by level: SMPI's
+// per-message receive cost (smpi/or, one value for every message) replaced by a callback
+// that charges NODE_S for a message between two ranks of one host and NETWORK_S for one
+// between hosts (SMPI spends it on eager messages, below smpi/send-is-detached-thresh,
+// once each has arrived).
 // --unsimulated A,B: when `auto` or a baseline picks one of these, its row names the pick
 // and the prediction but is not simulated (sim_s nan, check `unsimulated`): direct at 1024
 // ranks puts 10^6 messages in flight at once, for many minutes of wall time.
@@ -78,6 +88,7 @@ constexpr bool kSharedAddressSpace = false;
 #include "core/planner.hpp"
 #include "core/registry.hpp"
 #include "core/select.hpp"
+#include "core/tuning.hpp"
 #include "core/validator.hpp"
 #include "routes.hpp"
 #include "sim_node.hpp"
@@ -87,11 +98,13 @@ constexpr bool kSharedAddressSpace = false;
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
 #include <memory>
+#include <sstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -143,6 +156,9 @@ struct Args {
   CostParams cost = flat_copies();  // the simulated nodes copy at one rate (sim_node.hpp)
   int group_nodes = 0;  // nodes per group (0: no groups)
   int leaders = 1;      // leaders per node of `hierarchical`
+  std::vector<MeasuredBest> measured_best;  // --tuning's measured winners
+  std::string tuning_source = "agx-sim --cost";
+  std::optional<std::pair<double, double>> recv_overhead;  // --recv-overhead: node, network
   std::optional<sim::RouteSpec> routes;
   bool check = false;
   bool predict_only = false;
@@ -180,6 +196,27 @@ std::string parse(int argc, char** argv, Args& a) {
     const std::vector<double> x = numbers<double>("--node-copy", v, 2);
     a.cost.copy_s_per_byte = x[0];
     a.cost.node_sync_s = x[1];
+  });
+  value("--tuning", [&](Text v) {
+    std::ifstream in(v);
+    if (!in) throw CLI::ValidationError("--tuning", "cannot read '" + v + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      const Tuning t = parse_tuning(text.str(), v);
+      a.cost = t.params;
+      a.cost.copy_rates.clear();  // the simulated nodes copy at one rate (sim_node.hpp)
+      a.group_nodes = t.group_nodes;
+      a.measured_best = t.best;
+      a.tuning_source = v;
+    } catch (const std::exception& e) {
+      throw CLI::ValidationError("--tuning", e.what());
+    }
+  });
+  value("--recv-overhead", [&](Text v) {
+    const std::vector<double> x = numbers<double>("--recv-overhead", v, 2);
+    if (x[0] < 0 || x[1] < 0) throw CLI::ValidationError("--recv-overhead", "must not be negative, not '" + v + "'");
+    a.recv_overhead = std::make_pair(x[0], x[1]);
   });
   value("--group-alpha", [&](Text v) { a.cost.group_alpha_s = number<double>("--group-alpha", v); });
   value("--leaders", [&](Text v) {
@@ -330,6 +367,22 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
+#ifdef SMPI_SHARED_MALLOC
+  if (a.recv_overhead && rank == 0) {
+    // One callback for the whole simulation (the ranks are threads of one process),
+    // registered before any timed call: a message between two ranks of one host crosses
+    // the node level, any other the network.
+    const auto [node_s, network_s] = *a.recv_overhead;
+    smpi_register_op_cost_callback(SmpiOperation::RECV,
+                                   [node_s = node_s, network_s = network_s](
+                                       std::size_t, simgrid::s4u::Host* src, simgrid::s4u::Host* dst) {
+                                     return src == dst ? node_s : network_s;
+                                   });
+  }
+#else
+  if (a.recv_overhead && rank == 0)
+    std::fprintf(stderr, "agx-sim: --recv-overhead needs SMPI; ignored\n");
+#endif
   const std::size_t max_bytes = *std::max_element(a.sizes.begin(), a.sizes.end());
   const std::size_t total = max_bytes * static_cast<std::size_t>(n);
   unsigned char* send = nullptr;
@@ -370,7 +423,8 @@ int main(int argc, char** argv) {
   Tuning tuning;
   tuning.params = a.cost;
   tuning.group_nodes = a.group_nodes;
-  tuning.source = "agx-sim --cost";
+  tuning.source = a.tuning_source;
+  tuning.best = a.measured_best;
   NodeStageParams stage;
   stage.leaders = a.leaders;
   std::unique_ptr<Selector> selector;

@@ -13,6 +13,14 @@ smpirun and of each point is in the CSV. A run past --timeout seconds is killed 
 missing points are written with status 'timeout'. --append keeps an existing CSV's rows
 and replaces those of the points run now (e.g. one new algorithm: --algos NAME
 --no-selectors --append).
+
+--params FILE takes the platforms from another params file (default platforms/params.json),
+such as the one tools/sim/cluster-platform.py writes for a measured cluster; a platform
+there may name its own "xml" (path from the repository root), "grid" (its sizes,
+algorithms run as listed, and selectors with their sizes, instead of GRID's for its rank
+count), "settings" (SMPI settings replacing SETTINGS' values of the same name) and "args"
+(further agx-sim arguments, e.g. --tuning); its "cost", "groups", "node_copy",
+"group_alpha" and "routes" are passed where present.
 """
 import argparse
 import concurrent.futures
@@ -96,20 +104,37 @@ def extra_algos(name):
     return [a for a in os.environ.get("AGX_SIM_EXTRA_ALGOS", "").split(",") if a]
 
 
+def settings_for(p):
+    """SETTINGS with the platform's own SMPI settings in place of those of the same name."""
+    key = lambda s: s.split(":", 1)[0]  # noqa: E731  ("--cfg=smpi/or")
+    own = {key(s): s for s in p.get("settings", [])}
+    out = [own.pop(key(s), s) for s in SETTINGS]
+    return out + list(own.values())
+
+
+def platform_args(p):
+    """agx-sim's arguments for the platform's model (those of params.json it has)."""
+    text = lambda x: str(x) if isinstance(x, str) else repr(x)  # noqa: E731
+    out = []
+    for key, option in (("cost", "--cost"), ("groups", "--groups"), ("node_copy", "--node-copy"),
+                        ("group_alpha", "--group-alpha"), ("routes", "--routes")):
+        if key in p:
+            v = p[key]
+            out += [option, ",".join(text(x) for x in v) if isinstance(v, list) else text(v)]
+    return out + list(p.get("args", []))
+
+
 def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, tmp, predict_only=False):
     hostfile = os.path.join(tmp, f"{pid}.hosts")
     with open(hostfile, "w") as f:
         for h in range(p["hosts"]):
             f.write(f"node-{h}\n" * p["ppn"])
-    cmd = (["nice", "-n", "10", "smpirun", "-platform", os.path.join(ROOT, "platforms", pid + ".xml"),
-            "-hostfile", hostfile, "-np", str(p["nranks"])] + SETTINGS +
+    xml = os.path.join(ROOT, p.get("xml", os.path.join("platforms", pid + ".xml")))
+    cmd = (["nice", "-n", "10", "smpirun", "-platform", xml,
+            "-hostfile", hostfile, "-np", str(p["nranks"])] + settings_for(p) +
            [f"--cfg=smpi/coll-selector:{COLL_SELECTOR}", binary, "--ppn", str(p["ppn"]),
-            "--label", pid, "--cost", ",".join(repr(c) for c in p["cost"]),
-            "--groups", ",".join(repr(g) for g in p["groups"]),
-            "--node-copy", ",".join(repr(c) for c in p["node_copy"]),
-            "--group-alpha", repr(p["group_alpha"]),
-            "--routes", ",".join(str(x) if isinstance(x, str) else repr(x) for x in p["routes"]),
-            "--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)] +
+            "--label", pid] + platform_args(p) +
+           ["--sizes", ",".join(map(str, sizes)), "--algos", ",".join(algos)] +
            # smpirun drops empty arguments: no --selector-sizes when no selector runs
            (["--selector-sizes", ",".join(map(str, selector_sizes))] if selector_sizes else []) +
            (["--unsimulated", ",".join(unsimulated)] if unsimulated else []) +
@@ -119,7 +144,8 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
     out_path = os.path.join(tmp, f"{pid}.out")
     with open(out_path, "w") as out_file:
         proc = subprocess.Popen(cmd, stdout=out_file, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)  # own group: a timeout ends smpimain too
+                                start_new_session=True,  # own group: a timeout ends smpimain too
+                                cwd=ROOT)  # a platform's "args" name files from the root
         try:
             _, err = proc.communicate(timeout=timeout)
             status = "ok" if proc.returncode == 0 else f"rc={proc.returncode}"
@@ -157,6 +183,12 @@ def run_one(binary, pid, p, algos, sizes, selector_sizes, unsimulated, timeout, 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-o", "--output", default=os.path.join(ROOT, "docs", "scale", "grid.csv"))
+    ap.add_argument("--binary", help="an agx-sim already built (default: tools/sim/build.sh's)")
+    ap.add_argument("--work-dir", default=os.path.join(ROOT, "build-sim", "grid"),
+                    help="hostfiles and each run's output (default build-sim/grid)")
+    ap.add_argument("--params", default=os.path.join(ROOT, "platforms", "params.json"),
+                    help="the platforms (default platforms/params.json; tools/sim/cluster-platform.py "
+                         "writes one for a measured cluster)")
     ap.add_argument("--only", help="comma-separated platform ids")
     ap.add_argument("--quick", action="store_true", help="64 ranks, 8 B and 64 KiB")
     ap.add_argument("--timeout", type=float, default=300)
@@ -178,15 +210,18 @@ def main():
             print(f"{nranks} ranks: {','.join(g['algos'])} (+{','.join(NODE_PATHS)} where ppn > 1, "
                   f"auto, {','.join(BASELINES)}); unsimulated: {','.join(g.get('unsimulated', [])) or '-'}")
         return 0
-    build = subprocess.run([os.path.join(ROOT, "tools", "sim", "build.sh")],
-                           capture_output=True, text=True)
-    if build.returncode != 0:
-        sys.stderr.write(build.stderr)
-        return build.returncode
-    binary = build.stdout.strip().splitlines()[-1]
-    params = json.load(open(os.path.join(ROOT, "platforms", "params.json")))
+    if args.binary:
+        binary = os.path.abspath(args.binary)
+    else:
+        build = subprocess.run([os.path.join(ROOT, "tools", "sim", "build.sh")],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            sys.stderr.write(build.stderr)
+            return build.returncode
+        binary = build.stdout.strip().splitlines()[-1]
+    params = json.load(open(args.params))
     only = set(args.only.split(",")) if args.only else None
-    tmp = os.path.join(ROOT, "build-sim", "grid")
+    tmp = args.work_dir
     os.makedirs(tmp, exist_ok=True)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     rows, t_start, tasks = [], time.monotonic(), []
@@ -196,7 +231,8 @@ def main():
     only_algos = set(args.algos.split(",")) if args.algos else None
     for pid in sorted(params, key=lambda k: (params[k]["nranks"], k)):  # smallest first
         p = params[pid]
-        g = GRID[p["nranks"]]
+        own = "grid" in p  # the platform's own sizes, algorithms and selectors
+        g = p["grid"] if own else GRID[p["nranks"]]
         if (only and pid not in only) or (not only and g.get("platforms") is not None
                                           and pid not in g["platforms"]):
             continue
@@ -206,9 +242,10 @@ def main():
         if args.sizes:
             sizes = [b for b in sizes if str(b) in args.sizes.split(",")]
         algos = g["algos"] + extra_algos(pid)
-        if p["ppn"] > 1:
-            algos = algos + NODE_PATHS
-        algos = algos + ["auto"] + BASELINES
+        if not own:
+            if p["ppn"] > 1:
+                algos = algos + NODE_PATHS
+            algos = algos + ["auto"] + BASELINES
         selectors = {} if args.no_selectors or args.predict_only else dict(g["selectors"])
         if only_algos is not None:
             algos = [a for a in algos if a in only_algos]
@@ -231,6 +268,10 @@ def main():
         with open(args.output, "w", newline="") as f:
             f.write(f"# agx simulation grid, SimGrid SMPI, {time.strftime('%Y-%m-%d %H:%M')}\n")
             f.write(f"# settings: {' '.join(SETTINGS)}\n")
+            for t in tasks:  # a platform's own settings and agx-sim arguments
+                if "settings" in t[2] or "args" in t[2]:
+                    f.write(f"# {t[1]}: settings: {' '.join(settings_for(t[2]))}; "
+                            f"agx-sim: {' '.join(platform_args(t[2]))}\n")
             f.write(f"# wall time: {time.monotonic() - t_start:.0f} s, "
                     f"{'complete' if done else 'partial'}, {args.jobs} smpirun at once at most"
                     f"{' (--append: of the runs listed below only)' if args.append else ''}\n")
