@@ -1,31 +1,32 @@
-// The hierarchical all-gather: node stage in, node aggregates between nodes, node stage
-// out. `shared_memory` is the same call restricted to one node.
+// The blocking node paths: `hierarchical` (node stage in, node aggregates between nodes,
+// node stage out) and `shared_memory` (one node).
 //
-// Steps on 4 ranks, 2 nodes of 2 (round-robin placement: node 0 = {0, 2}, node 1 = {1, 3}):
+// Across nodes the call is the planner's schedule (node_planner.cpp, the one the
+// validator proves, the cost model prices and the simulator runs), run by the round
+// engine (node_call.cpp, run_node_schedule), as nonblocking and persistent calls run it.
+// 4 ranks, 2 nodes of 2 (round-robin placement: node 0 = {0, 2}, node 1 = {1, 3}):
 //
 //   segment of each node, node-major:  [ B0 B2 | B1 B3 ]   (node 0's aggregate first)
-//   1 copy in    rank r copies B_r to its place in its node's segment (chunks + flags)
-//   2 exchange   leader(s) wait for their node's blocks, then run an ordinary agx
-//                schedule (AGX_HIER_INTER; ring, bruck, ...) among the leaders with
-//                Layout::varying over node aggregates, in place in the segment:
-//                node 0 sends [B0 B2], receives [B1 B3] straight into its segment
-//                With k leaders, leader l carries slice l of every aggregate on its own
-//                leaders' communicator, so k exchanges run at once.
-//   3 copy out   every rank copies its node's blocks (as soon as they arrive, while the
-//                leaders exchange) and then the other nodes' blocks (after every
-//                leader's ready flag) into its receive buffer at the user's layout:
-//                any order of ranks, the v form with zeros and any displacements,
-//                in place or not
+//   round 0   every rank puts B_r into its place in its node's segment (chunks + flags)
+//   round 1   every rank gets its node's other blocks as their chunks arrive; leader l
+//             sends slice l of its node's aggregate from the segment once the node's
+//             blocks are in (AGX_HIER_INTER's schedule over nodes: ring, bruck, ...) and
+//             receives the peers' slices straight into the segment
+//   last      every rank gets the other nodes' blocks once every leader's ready flag
+//             shows the call, into its receive buffer at the user's layout (any order
+//             of ranks, the v form with zeros and any displacements, in place or not)
 //
 // Bytes: each rank copies M in and (N-1)·M out; each node's leaders together send and
 // receive what the inter-node schedule moves for nnodes blocks of node aggregates.
-// Special cases: one rank per node runs the inter-node schedule directly on the user's
-// buffers; one node with small blocks (<= 504 B) passes them right behind the flags;
-// one node with large blocks uses single copy when enabled (node_stage.hpp).
-// Blocks made of pieces (run_pieces, a fused call): copy-in gathers, copy-out and the
-// inline exchange scatter the pieces; single copy and direct write, which publish one
-// range per rank, are not used then (the staged stage runs instead), and the leaders'
-// exchange moves segment ranges as always.
+// One rank per node: the inter-node schedule directly on the user's buffers.
+// One node (`shared_memory`, or `hierarchical` whose ranks share a node): node_stage.hpp's
+// tuned stages, which a blocking call may take because it is over before the next one
+// starts: blocks of up to 504 B right behind the flags, single copy when enabled and
+// faster, else copy-in/copy-out through the segment with merged copies of small blocks.
+// (On the engine these cost 0.15-0.2 us more per call at N = 2 from 512 B to 2 KiB.)
+// Blocks made of pieces (run_pieces, a fused call): puts and copy-in gather, gets,
+// copy-out and the inline exchange scatter the pieces; single copy and direct write,
+// which publish one range per rank, are not used then.
 // Restrictions: none on counts or placement; `shared_memory` needs all ranks on one
 // (virtual) node.
 
@@ -85,23 +86,6 @@ void plan_segment(HierContext& h, const Layout& layout) {
   }
 }
 
-// Slice `l` of `leaders` of every node aggregate: the blocks of its members
-// [l·m/L, (l+1)·m/L), contiguous in the segment (node_planner.cpp plans the same).
-void plan_slices(HierContext& h, const Layout& layout, int l) {
-  const auto nn = h.node_bytes.size();
-  h.slice_bytes.resize(nn);
-  h.slice_offset.resize(nn);
-  const auto L = static_cast<std::size_t>(h.leaders), ul = static_cast<std::size_t>(l);
-  for (std::size_t j = 0; j < nn; ++j) {
-    const auto& m = h.topo.members[j];
-    const std::size_t lo = m.size() * ul / L, hi = m.size() * (ul + 1) / L;
-    std::size_t bytes = 0;
-    for (std::size_t i = lo; i < hi; ++i) bytes += layout.bytes(m[i]);
-    h.slice_offset[j] = lo < m.size() ? h.seg_offset[static_cast<std::size_t>(m[lo])] : h.node_offset[j];
-    h.slice_bytes[j] = bytes;
-  }
-}
-
 // How the point-to-point stages of these paths name themselves in AGX_TIMEOUT reports
 // (integrity is checked end to end around the whole call instead, see run()).
 Checks inter_checks(const AlgorithmChoice& inter, const char* stage) {
@@ -145,18 +129,23 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     return;
   }
   if (t.nnodes == 1 && pieces == nullptr && direct_write(h, buffers, layout)) return;  // direct_write.hpp
-  const std::uint64_t gen = h.next_gen();
   h.wait_style_for(total / static_cast<std::size_t>(t.size));
-  if (t.nnodes == 1) {
-    std::size_t largest = 0;
-    for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
-    if (largest <= InlineBlock::capacity) {
-      ++h.inline_calls;
-      inline_exchange(h, gen, buffers, layout, pieces);
-      return;
-    }
+  if (t.nnodes > 1) {  // across nodes: the planner's schedule on the round engine
+    ++h.staged_calls;
+    run_node_schedule(ctx, a, buffers, layout, total, pieces);
+    return;
   }
-  if (t.nnodes == 1 && pieces == nullptr && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
+  // One node: the tuned stages of node_stage.hpp (blocks in the flag lines, single copy,
+  // staged copy-in/copy-out with merged copies).
+  const std::uint64_t gen = h.next_gen();
+  std::size_t largest = 0;
+  for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
+  if (largest <= InlineBlock::capacity) {
+    ++h.inline_calls;
+    inline_exchange(h, gen, buffers, layout, pieces);
+    return;
+  }
+  if (pieces == nullptr && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
     ++h.single_copy_calls;
     single_copy(h, gen, buffers, layout);
     return;
@@ -172,22 +161,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   c.chunk_bytes = h.chunk_bytes();
   c.pieces = pieces;
   copy_in(h, c);
-  if (t.nnodes > 1 && t.local < h.leaders) {
-    wait_node_complete(h, c, "leader: the node's copy-in before the inter-node stage");
-    plan_slices(h, layout, t.local);
-    Execution e(h.inter_schedule(inter), Buffers{nullptr, c.base, true},
-                Layout::varying(h.slice_bytes, h.slice_offset), h.leader_comm,
-                h.next_leader_tag(), config().max_message_bytes,
-                inter_checks(inter, "inter-node stage of hierarchical among node leaders; "
-                                    "its ranks and blocks count nodes"));
-    e.start();
-    copy_out_local(h, c);  // overlaps the first round on the wire
-    wait_blocking(e);
-    h.finish_ready(gen);
-  } else {
-    copy_out_local(h, c);
-  }
-  if (t.nnodes > 1) copy_out_remote(h, c);
+  copy_out_local(h, c);
   h.finish_call(gen);
 }
 

@@ -223,7 +223,9 @@ class HierContext final : public NodeState {
   /// Schedules of the round engine's node calls (node_call.cpp), per (algorithm, inter).
   std::map<std::pair<Algorithm, AlgorithmChoice>, Schedule> node_schedules;
   // Per-call scratch (no allocation on the hot path after the first call).
-  std::vector<std::size_t> seg_offset, node_bytes, node_offset, slice_bytes, slice_offset;
+  std::vector<std::size_t> seg_offset, node_bytes, node_offset;
+  /// A blocking node schedule's blocks in the segment (node_call.cpp; one call at a time).
+  std::vector<std::size_t> blocking_bytes, blocking_offsets;
 
  private:
   void wait_done(std::uint64_t gen);

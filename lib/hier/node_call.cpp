@@ -3,8 +3,10 @@
 // the path of nonblocking and persistent calls: the engine's test() polls the node flags
 // as it polls MPI requests and advances the node set-up, any growth of the segment and
 // the reuse of its regions (node_set_up.cpp), so nothing waits inside start()
-// (docs/hierarchy.md, "Set-up of a communicator"). Blocking calls keep node_stage.cpp's tuned variants
-// (blocks in the flag lines, single copy), which share this segment and generations.
+// (docs/hierarchy.md, "Set-up of a communicator"). Blocking calls across nodes run the
+// same schedule (run_node_schedule) with the blocking calls' region and wait style;
+// blocking calls inside one node keep node_stage.cpp's tuned variants (blocks in the
+// flag lines, single copy, merged copies), which share this segment and generations.
 //
 // Flags, per call generation `gen`: a put copies the own block chunk by chunk and raises
 // progress = (gen << 32) | chunks after each; a get of a local block copies chunks as the
@@ -32,6 +34,7 @@
 #include "hier/hier_context.hpp"
 #include "hier/node_stage.hpp"
 #include "hier/settings.hpp"
+#include "hier/wait.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -46,10 +49,14 @@ class StagedSegment final : public NodeSegment {
   // No flag is touched yet: the node set-up may still be running (begin()).
   // `pieces`, where not null: the blocks are these pieces (the call is in place), which
   // put() gathers from and gets scatter into (hier/node_stage.hpp).
+  // `blocking`: a blocking call (run_node_schedule), over before the next call starts:
+  // its region comes from HierContext::region and its blocks' table from h's scratch.
   StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout,
-                const BlockPieces* pieces = nullptr)
-      : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()), pieces_(pieces) {
-    h.mark_engine(gen_);
+                const BlockPieces* pieces = nullptr, bool blocking = false)
+      : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()), pieces_(pieces), blocking_(blocking),
+        bytes_(blocking ? h.blocking_bytes : own_bytes_),
+        offsets_(blocking ? h.blocking_offsets : own_offsets_) {
+    if (!blocking) h.mark_engine(gen_);
     const Topology& t = h.topo;
     std::size_t total = 0;
     bytes_.resize(static_cast<std::size_t>(t.size));
@@ -70,7 +77,9 @@ class StagedSegment final : public NodeSegment {
           break;
         }
   }
-  ~StagedSegment() override { h_.drop_claim(claim_); }
+  ~StagedSegment() override {
+    if (!blocking_) h_.drop_claim(claim_);
+  }
   StagedSegment(const StagedSegment&) = delete;
   StagedSegment& operator=(const StagedSegment&) = delete;
 
@@ -87,6 +96,14 @@ class StagedSegment final : public NodeSegment {
     return true;
   }
   std::string claim_waiting_for() { return h_.claim_waiting_for(claim_); }
+  /// A blocking call's region, waited for as the blocking paths wait for theirs.
+  void claim_blocking() {
+    base_ = h_.region(gen_, claim_.total);
+    claimed_ = true;
+    seg_buffers_ = Buffers{nullptr, base_, true};
+    // (without receives into the segment `ready` goes up with `done`, in finish())
+  }
+  std::uint64_t gen() const { return gen_; }
 
   const Buffers& segment_buffers() const override { return seg_buffers_; }
   const Layout& segment_layout() const override { return seg_layout_; }
@@ -147,7 +164,8 @@ class StagedSegment final : public NodeSegment {
   }
 
   void finish() override {
-    h_.finish_done(gen_);
+    if (blocking_) h_.finish_call(gen_);  // both flags (ready: a no-op after segment rounds)
+    else h_.finish_done(gen_);
   }
 
   std::string waiting_for(const NodeOp& op, const GetCursor& c) const override {
@@ -205,7 +223,10 @@ class StagedSegment final : public NodeSegment {
   std::uint64_t gen_;
   std::size_t chunk_;
   const BlockPieces* pieces_;  // null: the blocks are ranges of the caller's buffers
-  std::vector<std::size_t> bytes_, offsets_;  // the blocks in the segment
+  bool blocking_;
+  std::vector<std::size_t> own_bytes_, own_offsets_;
+  std::vector<std::size_t>& bytes_;  // the blocks in the segment (own_ or h's scratch)
+  std::vector<std::size_t>& offsets_;
   Layout seg_layout_;
   Buffers seg_buffers_{};
   std::byte* base_ = nullptr;
@@ -233,6 +254,24 @@ const Schedule& node_schedule(CommContext& ctx, Algorithm a, std::size_t total) 
     it = h.node_schedules.emplace(key, plan_node_algorithm(a, shape, t.rank)).first;
   }
   return it->second;
+}
+
+void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
+                       const Layout& layout, std::size_t total, const BlockPieces* pieces) {
+  HierContext& h = hier_context(ctx);
+  const Schedule& schedule = node_schedule(ctx, a, total);
+  StagedSegment segment(h, schedule, layout, pieces, true);
+  segment.claim_blocking();
+  Checks checks;
+  checks.algorithm = to_string(a);
+  checks.stage = "node schedule";
+  Execution e(schedule, buffers, layout, ctx.comm(), ctx.next_tag(), config().max_message_bytes,
+              segment, checks);
+  e.start();
+  // The execution reports a stall itself (AGX_TIMEOUT); this wait paces the polls (spin,
+  // then yield or, on an oversubscribed node, sleep on the node's futex).
+  wait_advancing(h, [&] { return e.test(); }, [](double) {});
+  h.mark_started(segment.gen() - 1);  // every local rank has put its block of this call
 }
 
 // Phases: start() begins the node set-up if this is the communicator's first node call,

@@ -15,4 +15,10 @@ namespace agx::hier {
 /// or the rule; hier_allgather.cpp).
 AlgorithmChoice inter_algorithm(int nnodes, std::size_t total);
 
+/// A blocking call of `a` through the node's segment: the planner's schedule
+/// (node_planner.cpp) run to completion by the round engine on this thread, with the
+/// blocking calls' region of the segment and their wait style. `total` > 0.
+void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
+                       const Layout& layout, std::size_t total, const BlockPieces* pieces);
+
 }  // namespace agx::hier

@@ -227,35 +227,6 @@ void copy_out_local(HierContext& h, const StagedCall& c) {
   h.mark_started(c.gen - 1);  // every local rank has started this call
 }
 
-void copy_out_remote(HierContext& h, const StagedCall& c) {
-  for (int l = 0; l < h.leaders; ++l) {
-    const Slot& s = h.slot(l);
-    wait_advancing(h, [&] { return s.ready.load(std::memory_order_acquire) >= c.gen; },
-               [&](double seconds) {
-                 h.stalled("copy-out of the other nodes' blocks",
-                           "the ready flag of leader " + h.local_name(l) + " to reach call " +
-                               std::to_string(c.gen) + " (it reads call " +
-                               std::to_string(s.ready.load()) +
-                               "; the leaders' inter-node stage has not finished)",
-                           seconds);
-               });
-  }
-  struct Remote {  // communicator ranks outside my node, increasing
-    const Topology& t;
-    struct It {
-      const Topology& t;
-      int r;
-      void skip() { while (r < t.size && t.node_of[static_cast<std::size_t>(r)] == t.node) ++r; }
-      int operator*() const { return r; }
-      It& operator++() { ++r; skip(); return *this; }
-      bool operator!=(const It& o) const { return r != o.r; }
-    };
-    It begin() const { It i{t, 0}; i.skip(); return i; }
-    It end() const { return It{t, t.size}; }
-  };
-  copy_runs(c, Remote{h.topo});
-}
-
 void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout,
                      const BlockPieces* pieces) {
   const Topology& t = h.topo;

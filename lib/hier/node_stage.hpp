@@ -79,8 +79,6 @@ void copy_in(HierContext& h, const StagedCall& c);
 void wait_node_complete(HierContext& h, const StagedCall& c, const char* stage);
 /// Copies the blocks of the own node out of the segment into the receive buffer.
 void copy_out_local(HierContext& h, const StagedCall& c);
-/// Copies the blocks of all other nodes out of the segment, once every leader is ready.
-void copy_out_remote(HierContext& h, const StagedCall& c);
 
 /// Tiny blocks inside one node: each block travels in its owner's flag line.
 void inline_exchange(HierContext& h, std::uint64_t gen, const Buffers& buffers, const Layout& layout,
