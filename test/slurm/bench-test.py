@@ -31,7 +31,7 @@ COLUMNS = ("ranks,nodes,ranks_per_node,memory,form,in_place,bytes_per_rank,total
            "ran,iters,samples,invalid,median_us,mean_us,p10_us,p90_us,min_us,max_us,algbw_GBps,busbw_GBps,"
            "ratio_to_mpi,window_us,sync_us,verified,note").split(",")
 META = ("agx_version", "date_utc", "hostname", "cpu_model", "cores", "mpi_library", "mpi_standard",
-        "ranks", "nodes", "ranks_per_node_min", "ranks_per_node_max", "memory", "command")
+        "ranks", "nodes", "ranks_per_node_min", "ranks_per_node_max", "memory", "calls", "command")
 
 failures = []
 
@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--expect-wrong")
     ap.add_argument("--expect-methods")
     ap.add_argument("--expect-dropin", choices=["active", "inactive", "absent"])
+    ap.add_argument("--expect-calls", choices=["blocking", "nonblocking"], default="blocking")
     ap.add_argument("--expect-message", help="with --expect-rc 2: text the message must contain")
     ap.add_argument("--plot")
     ap.add_argument("bench_args", nargs=argparse.REMAINDER)
@@ -106,6 +107,9 @@ def main():
         for k in META:
             check(meta.get(k), f"CSV metadata {k} missing")
         check(meta.get("ranks") == str(a.np), f"metadata ranks {meta.get('ranks')} != {a.np}")
+        check(meta.get("calls") == a.expect_calls, f"metadata calls {meta.get('calls')!r} != {a.expect_calls!r}")
+        if a.expect_calls == "nonblocking":
+            check("# calls: nonblocking" in p.stdout, "the table does not say the calls were nonblocking")
         check(meta.get("agx_version") not in (None, "", "unknown"), "agx version not recorded")
         check(rows, "no CSV rows")
         n = a.np

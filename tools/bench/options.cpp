@@ -41,6 +41,9 @@ Call forms:
   --in-place            same as --place in
   --forms F,F,...    regular, one_large, many_zero, ramp, or 'all' (default regular)
   --v                same as --forms one_large,many_zero,ramp
+  --nonblocking      every call nonblocking, started and then waited for: agx's start()
+                     and wait(), MPI_Iallgather(v) and MPI_Wait (the library's own, and
+                     by the normal symbols for mpi-agx); the copy bound is unchanged
   --memory host      where buffers live: host only (device buffers: agx-gpu-bench,
                      built with CUDA, docs/gpu.md)
   --alloc heap|shared|mpi
@@ -221,6 +224,7 @@ Settings parse(int argc, char** argv, int rank) {
     if (s.sync_rounds < 1) bad_value("--sync-rounds", "must be at least 1, not '" + v + "'");
   });
   flag("--in-place", [&] { s.in_place = {true}; });
+  flag("--nonblocking", [&] { s.nonblocking = true; });
   value("--place", [&](Text v) {
     if (v == "out") s.in_place = {false};
     else if (v == "in") s.in_place = {true};

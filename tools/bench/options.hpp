@@ -46,6 +46,7 @@ struct Settings {
   double window_factor = 4;         ///< window method: window = factor x estimated call time
   int sync_rounds = 10;             ///< window method: ping-pongs per rank for the clock offsets
   std::vector<bool> in_place{false};
+  bool nonblocking = false;         ///< --nonblocking: every call started, then waited for
   std::vector<Form> forms{Form::regular};
   int passes = 5;                   ///< interleaved batches per candidate and size
   double batch_seconds = 0.02;      ///< target length of one batch

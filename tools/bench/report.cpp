@@ -83,6 +83,7 @@ Meta collect_meta(MPI_Comm comm, const Settings& s) {
   Meta m;
   m.agx_version = AGX_VERSION;
   m.command_line = s.command_line;
+  m.calls = s.nonblocking ? "nonblocking" : "blocking";
   m.memory = s.alloc == Alloc::heap ? s.memory : s.memory + "/" + std::string(alloc_name(s.alloc));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -180,9 +181,13 @@ void Table::meta(const Meta& m, const Settings& s, bool interposer_loaded) const
   for (const Method x : s.methods) methods += (methods.empty() ? "" : ", ") + std::string(method_name(x));
   std::printf("# timing: %s (docs/benchmarks.md); median us; (x): ratio to the MPI library, below 1 = faster\n",
               methods.c_str());
+  if (s.nonblocking)
+    std::printf("# calls: nonblocking, each started and then waited for (agx: start() and wait(); "
+                "MPI: MPI_Iallgather(v) and MPI_Wait)\n");
   for (const auto& c : cands_)
     if (c.kind == Kind::dropin)
-      std::printf("# mpi-agx: MPI_Allgather(v) by its normal symbol: %s\n",
+      std::printf(s.nonblocking ? "# mpi-agx: MPI_Iallgather(v) by its normal symbol: %s\n"
+                                : "# mpi-agx: MPI_Allgather(v) by its normal symbol: %s\n",
                   interposer_loaded ? "libagx_pmpi.so is loaded (agx's interposer)"
                                     : "libagx_pmpi.so NOT loaded, so the MPI library's own");
 }
@@ -243,7 +248,7 @@ CsvFile::CsvFile(const std::string& path, const Meta& m) : f_(std::fopen(path.c_
       {"mpi_standard", m.mpi_standard}, {"ranks", std::to_string(m.ranks)},
       {"nodes", std::to_string(m.nodes)}, {"ranks_per_node_min", std::to_string(m.ranks_per_node_min)},
       {"ranks_per_node_max", std::to_string(m.ranks_per_node_max)}, {"memory", m.memory},
-      {"command", m.command_line}};
+      {"calls", m.calls}, {"command", m.command_line}};
   for (const auto& [k, v] : kv) std::fprintf(f_, "# %s: %s\n", k, v.c_str());
   std::fprintf(f_, "ranks,nodes,ranks_per_node,memory,form,in_place,bytes_per_rank,total_bytes,"
                    "method,candidate,ran,iters,samples,invalid,median_us,mean_us,p10_us,p90_us,"
@@ -283,7 +288,7 @@ bool write_json(const std::string& path, const Meta& m, const std::vector<Row>& 
     << ", \"mpi_library\": " << json_string(m.mpi_library)
     << ", \"mpi_standard\": " << json_string(m.mpi_standard) << ", \"ranks\": " << m.ranks
     << ", \"nodes\": " << m.nodes << ", \"ranks_per_node_min\": " << m.ranks_per_node_min
-    << ", \"ranks_per_node_max\": " << m.ranks_per_node_max << ", \"memory\": " << json_string(m.memory)
+    << ", \"ranks_per_node_max\": " << m.ranks_per_node_max << ", \"memory\": " << json_string(m.memory) << ", \"calls\": " << json_string(m.calls)
     << ", \"command\": " << json_string(m.command_line) << "},\n  \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];

@@ -17,7 +17,7 @@ namespace bench {
 
 struct Meta {
   std::string agx_version, date_utc, command_line, hostname, cpu_model, mpi_library, mpi_standard,
-      memory;
+      memory, calls;  ///< calls: blocking, or nonblocking (started, then waited for)
   int cores = 0, ranks = 0, nodes = 0, ranks_per_node_min = 0, ranks_per_node_max = 0;
 };
 

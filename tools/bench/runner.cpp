@@ -17,6 +17,7 @@ namespace {
 struct Context {
   MPI_Comm comm;
   int rank, nranks;
+  bool nonblocking;
   const std::string& corrupt;
   const Problem& p;
   Buffers& b;
@@ -39,6 +40,17 @@ std::string call_once(const Context& x, const Candidate& c) {
   const void* send = p.in_place ? MPI_IN_PLACE : x.b.send().data();
   switch (c.kind) {
     case Kind::mpi:
+      if (x.nonblocking) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        if (p.form == Form::regular)
+          PMPI_Iallgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE,
+                          x.comm, &r);
+        else
+          PMPI_Iallgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
+                           p.int_displs.data(), MPI_BYTE, x.comm, &r);
+        PMPI_Wait(&r, MPI_STATUS_IGNORE);
+        return c.name;
+      }
       if (p.form == Form::regular)
         PMPI_Allgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE, x.comm);
       else
@@ -46,6 +58,17 @@ std::string call_once(const Context& x, const Candidate& c) {
                         p.int_displs.data(), MPI_BYTE, x.comm);
       return c.name;
     case Kind::dropin:  // the normal symbol: the interposer's when it is preloaded
+      if (x.nonblocking) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        if (p.form == Form::regular)
+          MPI_Iallgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE,
+                         x.comm, &r);
+        else
+          MPI_Iallgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
+                          p.int_displs.data(), MPI_BYTE, x.comm, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        return c.name;
+      }
       if (p.form == Form::regular)
         MPI_Allgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE, x.comm);
       else
@@ -69,10 +92,18 @@ std::string call_once(const Context& x, const Candidate& c) {
   const std::span<std::uint8_t> recv(x.b.recv(), p.total_bytes);
   const std::span<const std::uint8_t> send_span(x.b.send());
   agx::Algorithm ran{};
-  if (p.form == Form::regular)
+  if (x.nonblocking) {
+    agx::Request r = p.form == Form::regular
+                         ? (p.in_place ? gather.start_in_place(recv) : gather.start(send_span, recv))
+                         : (p.in_place ? gather.start_v_in_place(recv, p.counts, p.displs)
+                                       : gather.start_v(send_span, recv, p.counts, p.displs));
+    ran = r.algorithm();
+    r.wait();
+  } else if (p.form == Form::regular) {
     ran = p.in_place ? gather.in_place(recv) : gather(send_span, recv);
-  else
+  } else {
     ran = p.in_place ? gather.v_in_place(recv, p.counts, p.displs) : gather.v(send_span, recv, p.counts, p.displs);
+  }
   return ran == c.algo.id ? agx::to_string(c.algo) : std::string(agx::to_string(ran));
 }
 
@@ -173,7 +204,7 @@ std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const RunEnv& e
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
   Buffers b(p, rank, s.alloc);
-  const Context x{comm, rank, nranks, s.corrupt, p, b};
+  const Context x{comm, rank, nranks, s.nonblocking, s.corrupt, p, b};
   std::vector<Outcome> checked(cands.size());
   for (std::size_t i = 0; i < cands.size(); ++i) {
     if ((cands[i].kind == Kind::mpi || cands[i].kind == Kind::dropin) && !p.fits_int()) {
