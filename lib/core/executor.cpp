@@ -328,7 +328,10 @@ bool Execution::poll() {
       if (hooks_ != nullptr && recv_transfers_[i] != nullptr)
         hooks_->received(*recv_transfers_[i], recv_begin_[i], recv_begin_[i] + expected_[i]);
     }
-    if (open_ > 0 || !posted || (node_ != nullptr && !gets_done())) {
+    // The gets are advanced on every poll, also while messages are open: a node's copies
+    // overlap the wire (AGX_TIMEOUT's polling as much as test()).
+    const bool gets = node_ == nullptr || gets_done();
+    if (open_ > 0 || !posted || !gets) {
       if (timeout_ > 0 && clock_->stalled()) stalled();
       return false;
     }
@@ -657,8 +660,10 @@ void Execution::stalled() {
   if (node_ != nullptr && round_ < schedule_.rounds.size()) {
     const auto& ops = schedule_.rounds[round_].node;
     for (std::size_t i = 0, g = 0; i < ops.size(); ++i)
-      if (ops[i].kind == NodeOp::Kind::get)
-        line += "; node get waiting for " + node_->waiting_for(ops[i], cursors_[g++]);
+      if (ops[i].kind == NodeOp::Kind::get) {
+        const std::string what = node_->waiting_for(ops[i], cursors_[g++]);
+        line += what == "nothing" ? "; node gets done" : "; node get waiting for " + what;
+      }
   }
   if (!config().timeout_abort) abandon();
   report_hang(comm_, line);
