@@ -33,6 +33,9 @@ class Single final : public detail::Operation {
  private:
   void do_start() override { call_.emplace(*ctx_, choice(), buffers_, layout(), nullptr); }
   bool do_test() override { return call_->test(); }
+  bool may_spin() const override {
+    return ctx_->node_state() != nullptr && ctx_->node_state()->core_per_rank();
+  }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
   Buffers buffers_;

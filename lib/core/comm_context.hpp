@@ -39,6 +39,8 @@ struct SelectorDeleter {
 class NodeState {
  public:
   virtual ~NodeState() = default;
+  /// Whether this rank's node has a core per rank (waiters may spin before yielding).
+  virtual bool core_per_rank() const { return false; }
 };
 
 /// The attribute delete callback (MPI calls it when the user's communicator is freed).

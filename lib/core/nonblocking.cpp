@@ -4,6 +4,7 @@
 // api/dispatch.cpp): they choose among lib/core's, lib/hier's and lib/cuda's paths.
 
 #include "core/nonblocking.hpp"
+#include "core/spin.hpp"
 
 #include <agx/error.hpp>
 #include <agx/request.hpp>
@@ -95,6 +96,16 @@ bool Operation::test() {
 }
 
 void Operation::wait() {
+  // A short spin first where every rank has a core, as the node paths' flag waits do
+  // (hier/wait.hpp): a peer on another core is often well under a microsecond away, and
+  // a sched_yield costs about that much by itself. (Measured at N = 2, 8 B nonblocking
+  // shared_memory: 0.92-1.09 us against 1.00-1.21 us in six alternating runs. With ranks
+  // sharing cores the spin kept the peer off its core: 9.3-10.1 us against 4.3-5.7.)
+  if (may_spin())
+    for (int i = 0; i < 64; ++i) {
+      if (test()) return;
+      cpu_relax();
+    }
   // Every other running operation of this process advances too, so that requests
   // may be waited for in any order on different ranks without deadlock.
   while (!test()) {

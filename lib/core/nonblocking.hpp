@@ -67,6 +67,9 @@ class Operation {
  protected:
   virtual void do_start() = 0;  ///< posts the first round (or runs a blocking path)
   virtual bool do_test() = 0;   ///< true when the current start is complete
+  /// Whether wait() may spin briefly before it yields the core (its ranks' node has a
+  /// core per rank): there a sched_yield costs more than the peer's answer takes.
+  virtual bool may_spin() const { return false; }
   const Layout& layout() const { return layout_.get(); }
 
  private:

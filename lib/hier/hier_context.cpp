@@ -46,6 +46,11 @@ MPI_Comm HierContext::node_comm() {
   return topo.node_comm;
 }
 
+bool HierContext::core_per_rank() const {
+  const int cores = topo.node_cores;
+  return settings().wait != Settings::Wait::sleep && !(cores > 0 && topo.local_size() > cores);
+}
+
 void HierContext::choose_wait_style() {
   const int cores = topo.node_cores;  // from the set-up exchange
   const bool crowded = cores > 0 && topo.local_size() > cores;

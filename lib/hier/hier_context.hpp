@@ -211,6 +211,9 @@ class HierContext final : public NodeState {
   /// rank that is not a leader) must finish `ready` too: left open, it held the
   /// watermark below every later call, whose generations then piled up ahead of it.
   void finish_call(std::uint64_t gen);
+  /// NodeState: no more local ranks than the cores their masks cover together (the
+  /// set-up exchange's count; unknown counts as enough), and AGX_WAIT is not `sleep`.
+  bool core_per_rank() const override;
   /// Finished calls above each watermark's gap (0 unless calls are in flight; agx-info).
   std::size_t ready_ahead() const { return ready_.ahead.size(); }
   std::size_t done_ahead() const { return done_.ahead.size(); }
