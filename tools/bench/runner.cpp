@@ -34,46 +34,46 @@ std::string call(const Context& x, const Candidate& c) {
   return ran;
 }
 
+// The MPI library's entry points of one call kind: PMPI_ (the library's own) or the
+// normal symbols (the interposer's when it is preloaded).
+struct MpiCalls {
+  decltype(&PMPI_Allgather) allgather;
+  decltype(&PMPI_Allgatherv) allgatherv;
+  decltype(&PMPI_Iallgather) iallgather;
+  decltype(&PMPI_Iallgatherv) iallgatherv;
+  decltype(&PMPI_Wait) wait;
+};
+constexpr MpiCalls library_calls{PMPI_Allgather, PMPI_Allgatherv, PMPI_Iallgather, PMPI_Iallgatherv, PMPI_Wait};
+constexpr MpiCalls normal_calls{MPI_Allgather, MPI_Allgatherv, MPI_Iallgather, MPI_Iallgatherv, MPI_Wait};
+
+// One MPI all-gather of the problem, blocking or started and waited for.
+void mpi_call(const Context& x, const MpiCalls& m, const void* send) {
+  const Problem& p = x.p;
+  const auto own = static_cast<std::size_t>(x.rank);
+  const int count = p.int_counts[own];
+  void* recv = x.b.recv();
+  const bool regular = p.form == Form::regular;
+  if (!x.nonblocking) {
+    if (regular) m.allgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, x.comm);
+    else m.allgatherv(send, count, MPI_BYTE, recv, p.int_counts.data(), p.int_displs.data(), MPI_BYTE, x.comm);
+    return;
+  }
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (regular) m.iallgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, x.comm, &r);
+  else m.iallgatherv(send, count, MPI_BYTE, recv, p.int_counts.data(), p.int_displs.data(), MPI_BYTE, x.comm, &r);
+  m.wait(&r, MPI_STATUS_IGNORE);
+}
+
 std::string call_once(const Context& x, const Candidate& c) {
   const Problem& p = x.p;
   const auto own = static_cast<std::size_t>(x.rank);
   const void* send = p.in_place ? MPI_IN_PLACE : x.b.send().data();
   switch (c.kind) {
     case Kind::mpi:
-      if (x.nonblocking) {
-        MPI_Request r = MPI_REQUEST_NULL;
-        if (p.form == Form::regular)
-          PMPI_Iallgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE,
-                          x.comm, &r);
-        else
-          PMPI_Iallgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
-                           p.int_displs.data(), MPI_BYTE, x.comm, &r);
-        PMPI_Wait(&r, MPI_STATUS_IGNORE);
-        return c.name;
-      }
-      if (p.form == Form::regular)
-        PMPI_Allgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE, x.comm);
-      else
-        PMPI_Allgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
-                        p.int_displs.data(), MPI_BYTE, x.comm);
+      mpi_call(x, library_calls, send);
       return c.name;
     case Kind::dropin:  // the normal symbol: the interposer's when it is preloaded
-      if (x.nonblocking) {
-        MPI_Request r = MPI_REQUEST_NULL;
-        if (p.form == Form::regular)
-          MPI_Iallgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE,
-                         x.comm, &r);
-        else
-          MPI_Iallgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
-                          p.int_displs.data(), MPI_BYTE, x.comm, &r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
-        return c.name;
-      }
-      if (p.form == Form::regular)
-        MPI_Allgather(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts[own], MPI_BYTE, x.comm);
-      else
-        MPI_Allgatherv(send, p.int_counts[own], MPI_BYTE, x.b.recv(), p.int_counts.data(),
-                       p.int_displs.data(), MPI_BYTE, x.comm);
+      mpi_call(x, normal_calls, send);
       return c.name;
     case Kind::copy_bound: {  // what each rank must write at least, from memory it has
       const auto& src = x.b.source();
