@@ -24,6 +24,11 @@
 namespace agx {
 namespace {
 
+// Whether a wait on ctx's communicator may spin before yielding (Operation::may_spin).
+bool spins(const CommContext& ctx) {
+  return ctx.node_state() != nullptr && ctx.node_state()->core_per_rank();
+}
+
 /// One nonblocking call: the communicator's private duplicate, the call's own tag.
 class Single final : public detail::Operation {
  public:
@@ -33,9 +38,7 @@ class Single final : public detail::Operation {
  private:
   void do_start() override { call_.emplace(*ctx_, choice(), buffers_, layout(), nullptr); }
   bool do_test() override { return call_->test(); }
-  bool may_spin() const override {
-    return ctx_->node_state() != nullptr && ctx_->node_state()->core_per_rank();
-  }
+  bool may_spin() const override { return spins(*ctx_); }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
   Buffers buffers_;
@@ -58,6 +61,7 @@ class Persistent final : public detail::Operation {
     call_.emplace(*ctx_, choice(), buffers_, layout(), rounds_ ? &*rounds_ : nullptr);
   }
   bool do_test() override { return call_->test(); }
+  bool may_spin() const override { return spins(*ctx_); }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
   Buffers buffers_;

@@ -662,7 +662,7 @@ void Execution::stalled() {
     for (std::size_t i = 0, g = 0; i < ops.size(); ++i)
       if (ops[i].kind == NodeOp::Kind::get) {
         const std::string what = node_->waiting_for(ops[i], cursors_[g++]);
-        line += what == "nothing" ? "; node gets done" : "; node get waiting for " + what;
+        line += what.empty() ? "; node gets done" : "; node get waiting for " + what;
       }
   }
   if (!config().timeout_abort) abandon();

@@ -218,7 +218,7 @@ void EndToEnd::after() {
     progress_until([&] {
       int done = 0;
       check_mpi(PMPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Allgather (AGX_INTEGRITY)");
-      if (!done) watch("the other ranks' checksums (MPI_Allgather of the CRCs)");
+      if (!done) watch([] { return std::string("the other ranks' checksums (MPI_Allgather of the CRCs)"); });
       return done != 0;
     });
   } catch (...) {  // a stall (AGX_TIMEOUT_ACTION=error): a collective cannot be cancelled
@@ -257,16 +257,16 @@ bool EndToEnd::test() {
     const std::size_t before = open_;
     open_ = test_some(requests_, scratch, open_, clock_ ? *clock_ : idle);
     if (open_ > 0) {
-      if (open_ == before && clock_) {
-        std::string from;  // the receives (first half) still open
-        for (std::size_t i = 0; i < requests_.size() / 2; ++i)
-          if (requests_[i] != MPI_REQUEST_NULL) {
-            const int p = static_cast<int>(i) < rank_ ? static_cast<int>(i) : static_cast<int>(i) + 1;
-            from += (from.empty() ? "" : ", ") + rank_in(comm_, p);
-          }
-        watch(from.empty() ? "its checksum messages to be sent"
-                                  : "the checksum of " + from);
-      }
+      if (open_ == before)
+        watch([&] {
+          std::string from;  // the receives (first half) still open
+          for (std::size_t i = 0; i < requests_.size() / 2; ++i)
+            if (requests_[i] != MPI_REQUEST_NULL) {
+              const int p = static_cast<int>(i) < rank_ ? static_cast<int>(i) : static_cast<int>(i) + 1;
+              from += (from.empty() ? "" : ", ") + rank_in(comm_, p);
+            }
+          return from.empty() ? std::string("its checksum messages to be sent") : "the checksum of " + from;
+        });
       return false;
     }
   }
@@ -275,8 +275,7 @@ bool EndToEnd::test() {
   return true;
 }
 
-void EndToEnd::watch(const std::string& waiting_for) {
-  if (!clock_ || !clock_->stalled()) return;
+void EndToEnd::report_stall(const std::string& waiting_for) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", clock_->seconds());
   report_hang(comm_, "agx: AGX_TIMEOUT: " + rank_in(comm_, rank_) + " made no progress for " +

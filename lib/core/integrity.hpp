@@ -140,9 +140,13 @@ class EndToEnd {
  private:
   void flip_seam();
   void check(const std::vector<std::uint32_t>& crcs);
-  /// AGX_TIMEOUT: reports a stall of the CRC wait, naming `waiting_for`, once `clock_`
-  /// has seen no progress for the timeout.
-  void watch(const std::string& waiting_for);
+  /// AGX_TIMEOUT: once `clock_` has seen no progress for the timeout, reports the stall
+  /// of the CRC wait, naming what `waiting_for()` says (asked only then).
+  template <class Text>
+  void watch(Text waiting_for) {
+    if (clock_ && clock_->stalled()) report_stall(waiting_for());
+  }
+  [[noreturn]] void report_stall(const std::string& waiting_for);
 
   MPI_Comm comm_;
   int rank_;

@@ -40,7 +40,7 @@ class NodeSegment {
   virtual void segment_round_done() = 0;
   /// Every round of this rank is complete.
   virtual void finish() = 0;
-  /// For AGX_TIMEOUT's report: what the pending gets wait for.
+  /// For AGX_TIMEOUT's report: what the get waits for; empty when it is complete.
   virtual std::string waiting_for(const NodeOp& op, const GetCursor& cursor) const = 0;
 };
 

@@ -1,6 +1,7 @@
 // DeviceCall: memory kinds agreed per call (a nonblocking allreduce, progressed by the
-// caller's test/wait), then one of the three paths (docs/gpu.md). Once per communicator
-// the ranks agree on whether any sees a GPU and on the settings that must match. Every
+// caller's test/wait), then one of the three paths (docs/gpu.md). Once per communicator,
+// in its set-up exchange, the ranks share whether any sees a GPU and the settings that
+// must match. Every
 // rank takes the same decisions from the same agreed inputs:
 //   agreed = MAX over ranks of {has device buffers, recv not IPC-able, MPI not aware}
 //   nobody has device buffers          -> false (host path, unchanged)
@@ -42,7 +43,7 @@
 namespace agx::cuda {
 namespace {
 
-/// Per communicator, agreed at its first call: whether calls agree on memory kinds.
+/// Per communicator, from its set-up exchange: whether calls agree on memory kinds.
 struct CommState {
   bool device_calls = false;  ///< some rank sees a GPU and AGX_CUDA is not off
   bool settings_differ = false;
@@ -71,29 +72,14 @@ int state_keyval() {
   return keyval;
 }
 
-// The state adopt_setup_words recorded at the communicator's set-up. (A context made
-// without that exchange would agree here, collectively, as once every first call did.)
+// The state adopt_setup_words recorded at the communicator's set-up (every context is
+// made by api/context.cpp's set-up, which records it).
 CommState& state_of(CommContext& ctx) {
   void* attr = nullptr;
   int found = 0;
   check_mpi(MPI_Comm_get_attr(ctx.comm(), state_keyval(), &attr, &found), "MPI_Comm_get_attr");
-  if (found) return *static_cast<CommState*>(attr);
-  const SetupWord w = own_setup_word();
-  long long mine[5] = {w.device, w.settings, -w.settings, w.staging, -w.staging};
-  long long all[5] = {0, 0, 0, 0, 0};
-  MPI_Request r = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(mine, all, 5, MPI_LONG_LONG, MPI_MAX, ctx.comm(), &r),
-            "MPI_Iallreduce");
-  progress_until([&] {  // advancing agx's running requests meanwhile
-    int done = 0;
-    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    return done != 0;
-  });
-  auto* st = new CommState();
-  st->device_calls = all[0] != 0 && !cuda_settings().off;
-  st->settings_differ = all[1] != -all[2] || all[3] != -all[4];
-  check_mpi(MPI_Comm_set_attr(ctx.comm(), state_keyval(), st), "MPI_Comm_set_attr");
-  return *st;
+  if (!found) throw Error(MPI_ERR_INTERN, "agx: the communicator has no device state");
+  return *static_cast<CommState*>(attr);
 }
 
 /// Whether this process's MPI library moves device memory itself.

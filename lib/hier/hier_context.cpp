@@ -46,14 +46,18 @@ MPI_Comm HierContext::node_comm() {
   return topo.node_comm;
 }
 
+bool HierContext::crowded() const {
+  const int cores = topo.node_cores;  // from the set-up exchange
+  return cores > 0 && topo.local_size() > cores;
+}
+
 bool HierContext::core_per_rank() const {
-  const int cores = topo.node_cores;
-  return settings().wait != Settings::Wait::sleep && !(cores > 0 && topo.local_size() > cores);
+  return settings().wait != Settings::Wait::sleep && !crowded();
 }
 
 void HierContext::choose_wait_style() {
-  const int cores = topo.node_cores;  // from the set-up exchange
-  const bool crowded = cores > 0 && topo.local_size() > cores;
+  const int cores = topo.node_cores;
+  const bool crowded = this->crowded();
   sleep_forced = settings().wait == Settings::Wait::sleep;
   oversubscribed = sleep_forced || (settings().wait == Settings::Wait::automatic && crowded);
   // More than two ranks per core: sleep in every call (yielding among that many runnable
@@ -148,22 +152,20 @@ void HierContext::wait_done(std::uint64_t gen) {
 
 void HierContext::finish_call(std::uint64_t gen) {
   Slot& own = own_slot();
-  std::lock_guard lock(finish_mutex_);
-  // The common case, calls in order: both flags, one fence and one look for sleepers.
-  if (gen == ready_.mark + 1 && ready_.ahead.empty() && gen == done_.mark + 1 && done_.ahead.empty()) {
-    ready_.mark = done_.mark = gen;
-    own.ready.store(gen, std::memory_order_release);
-    own.done.store(gen, std::memory_order_release);
-    notify();
-    return;
+  {
+    std::lock_guard lock(finish_mutex_);
+    finish_locked(ready_, own.ready, gen);
+    finish_locked(done_, own.done, gen);
   }
-  finish_locked(ready_, own.ready, gen);
-  finish_locked(done_, own.done, gen);
+  notify();  // (one fence and one look for sleepers for both flags)
 }
 
 void HierContext::finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen) {
-  std::lock_guard lock(finish_mutex_);
-  finish_locked(w, flag, gen);
+  {
+    std::lock_guard lock(finish_mutex_);
+    finish_locked(w, flag, gen);
+  }
+  notify();
 }
 
 void HierContext::finish_locked(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen) {
@@ -178,7 +180,6 @@ void HierContext::finish_locked(Watermark& w, std::atomic<std::uint64_t>& flag, 
     }
   }
   flag.store(w.mark, std::memory_order_release);
-  notify();
 }
 
 std::string HierContext::local_name(int local) const {

@@ -235,6 +235,8 @@ class HierContext final : public NodeState {
   bool done_through(std::uint64_t gen);
   static std::size_t wanted_bytes(std::size_t total);  ///< a call's need in the segment
   static std::size_t grown_bytes(std::size_t total);   ///< the size a growth for it makes  ///< wait_done's test, without waiting
+  /// More local ranks than the cores their masks cover together (unknown: not crowded).
+  bool crowded() const;
   void choose_wait_style();
   void set_single_copy(double speed);  ///< cma, cma_speed, cma_min_bytes from the node's slowest
   struct NodeSetUp {  // the round engine's set-up in flight (node_set_up.cpp)
@@ -252,6 +254,7 @@ class HierContext final : public NodeState {
     std::vector<std::uint64_t> ahead;  // finished calls above mark + 1, sorted (engine calls)
   };
   void finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen);
+  /// Under finish_mutex_: the watermark and its flag (the caller notifies the node).
   void finish_locked(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen);
   Watermark ready_, done_;
   std::mutex finish_mutex_;  // calls on one communicator may be advanced by two threads

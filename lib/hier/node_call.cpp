@@ -187,7 +187,7 @@ class StagedSegment final : public NodeSegment {
       }
       index += static_cast<std::size_t>(span.count);
     }
-    return "nothing";
+    return "";  // the get is complete
   }
 
  private:
