@@ -15,7 +15,9 @@ inline const Config& config() { return process_settings().core; }
 /// Throws agx::Error (MPI_ERR_ARG) naming every setting that could not be read, of any
 /// section, AGX_ALGO aside (the calls that read it report it: select.cpp, lib/pmpi).
 inline void check_config() {
-  if (std::string m = process_settings().invalid_message(); !m.empty()) throw Error(MPI_ERR_ARG, m);
+  const ProcessSettings& p = process_settings();
+  if (p.invalid.empty()) return;  // (every call: no string built)
+  if (std::string m = p.invalid_message(); !m.empty()) throw Error(MPI_ERR_ARG, m);
 }
 
 }  // namespace agx

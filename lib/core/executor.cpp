@@ -3,6 +3,8 @@
 #include "core/comm_context.hpp"
 #include "core/copy.hpp"
 #include "core/mpi_check.hpp"
+
+#include <agx/error.hpp>
 #include "core/spin.hpp"
 
 #include <cstring>
@@ -77,6 +79,15 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
     : Execution(schedule, buffers, layout, comm, tag, max_message_bytes, checks) {
   node_ = &node;
   round_checks_.reset();  // per-round checks do not apply to node schedules (executor.hpp)
+}
+
+void Execution::rebind(const Buffers& buffers, const Layout& layout, int tag, NodeSegment& node) {
+  if (node_ == nullptr || (started_ && round_ < schedule_.rounds.size()) || failed_)
+    throw Error(MPI_ERR_INTERN, "agx: only a node schedule's finished execution can be rebound");
+  buffers_ = buffers;
+  layout_ = layout;
+  tag_ = tag;
+  node_ = &node;
 }
 
 Execution::~Execution() {
@@ -261,11 +272,17 @@ bool Execution::test() {
       if (!node_done) return false;
       end_round();
     }
+    // After the last round: the node may still read this rank's memory (single copy).
+    if (node_ != nullptr && !node_->finished()) {
+      if (timeout_ > 0 && clock_->stalled()) stalled();
+      return false;
+    }
   } catch (...) {
     abandon();
     throw;
   }
   if (truncated_) std::rethrow_exception(std::exchange(truncated_, nullptr));
+  if (node_ != nullptr && node_->disagreement()) std::rethrow_exception(node_->disagreement());
   return true;
 }
 
@@ -435,7 +452,7 @@ void Execution::end_round() {
   clear_round();
   deferred_.clear();
   if (round_checks_) round_checks_->end_round(round_);
-  if (node_ != nullptr && segment_recvs_) node_->segment_round_done();
+  if (node_ != nullptr && segment_recvs_) node_->segment_round_done(truncated_ != nullptr);
   if (++round_ < schedule_.rounds.size()) post_round();
   else if (round_checks_) round_checks_->finish();
   if (round_ == schedule_.rounds.size() && node_ != nullptr) node_->finish();
@@ -664,6 +681,8 @@ void Execution::stalled() {
         const std::string what = node_->waiting_for(ops[i], cursors_[g++]);
         line += what.empty() ? "; node gets done" : "; node get waiting for " + what;
       }
+  } else if (node_ != nullptr) {
+    line += "; every round done, waiting for " + node_->finish_waiting_for();
   }
   if (!config().timeout_abort) abandon();
   report_hang(comm_, line);

@@ -106,6 +106,11 @@ class Execution {
   /// completion and only starts them. Throws agx::Error (the requests made so far are
   /// freed with the execution).
   void make_persistent(std::shared_ptr<CompiledSchedule> compiled);
+  /// A node schedule's execution, between runs (never started, or its last run complete):
+  /// the next start() runs on these buffers, layout, tag and node segment. A blocking
+  /// caller keeps one execution per schedule this way, so that a repeated call constructs
+  /// and allocates nothing (lib/hier's run_node_schedule). After a failed run, drop it.
+  void rebind(const Buffers& buffers, const Layout& layout, int tag, NodeSegment& node);
   /// A round was abandoned (a failed call or a stall): a persistent execution's freed
   /// sends cannot be started again.
   bool failed() const { return failed_; }

@@ -8,7 +8,11 @@
 
 #include "core/schedule.hpp"
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <string>
 
 namespace agx {
 
@@ -36,12 +40,51 @@ class NodeSegment {
   /// by then, received into the segment by this very rank in an earlier round (the
   /// validator checks that contract).
   virtual bool holds(const Transfer& send) const = 0;
-  /// The receives into the segment of one of this rank's rounds are complete.
-  virtual void segment_round_done() = 0;
+  /// The receives into the segment of one of this rank's rounds are complete;
+  /// `truncated`: one of this call's receives so far brought another size than planned
+  /// (the ranks disagree on the counts), so blocks read from the segment may be short.
+  virtual void segment_round_done(bool truncated) = 0;
   /// Every round of this rank is complete.
   virtual void finish() = 0;
+  /// After finish(), polled until true: whether the node is done with this rank's memory
+  /// (a single copy's peers read the caller's own buffer: it stays the call's until they
+  /// are through). Never waits.
+  virtual bool finished() { return true; }
   /// For AGX_TIMEOUT's report: what the get waits for; empty when it is complete.
   virtual std::string waiting_for(const NodeOp& op, const GetCursor& cursor) const = 0;
+  /// After a try_get or finished() that returned false: the flag word it waits for and
+  /// the value it read there (word null: none recorded). A blocking caller on one node
+  /// may watch that word and poll the engine again only once it moves.
+  struct Awaited {
+    const std::atomic<std::uint64_t>* word = nullptr;
+    std::uint64_t seen = 0;
+  };
+  Awaited awaited() const { return awaited_; }
+  /// The first disagreement on the counts a get found (MPI_ERR_TRUNCATE: the owner wrote
+  /// its block with another size), or null. The get skipped that block (its place in the
+  /// receive buffer keeps what it held) and the schedule went on, so that no rank is left
+  /// waiting for this one; the engine throws it once every round is done.
+  std::exception_ptr disagreement() const { return disagreement_; }
+  /// For AGX_TIMEOUT's report, after the last round: what finished() waits for.
+  virtual std::string finish_waiting_for() const { return ""; }
+
+ protected:
+  /// Records what a get (or finished()) waits for: returns false, for `return wait(...)`.
+  bool wait_for(const std::atomic<std::uint64_t>& word, std::uint64_t seen) {
+    awaited_ = {&word, seen};
+    return false;
+  }
+
+  /// Records a disagreement (the current exception, or `e`); true: the get goes on as if
+  /// the block were copied, for `return disagree(...)`.
+  bool disagree(std::exception_ptr e) {
+    if (!disagreement_) disagreement_ = std::move(e);
+    return true;
+  }
+
+ private:
+  Awaited awaited_;
+  std::exception_ptr disagreement_;
 };
 
 }  // namespace agx

@@ -23,7 +23,7 @@
 // segmented depends only on the algorithm and the settings, the same on every rank. On
 // a node path a rank whose group is direct runs the node call of pieces too (its pieces
 // are its blocks' ranges): the node stage's variants differ for pieces (no single copy,
-// no direct write, hier/node_stage.hpp), and every rank of a node call must run the same.
+// no direct write, hier/block_pieces.hpp), and every rank of a node call must run the same.
 // A call of several members runs its path itself (run_ranges, start_running), never
 // through the entry points, whose lib/cuda agreement on memory kinds is collective: a
 // direct rank making it while a segmented rank does not would wait forever. A member

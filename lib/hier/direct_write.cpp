@@ -53,7 +53,7 @@ static_assert(std::is_trivially_copyable_v<Descriptor> &&
 constexpr std::uint64_t written = 0, cannot_map = 1, counts_differ = 2;
 
 // Every local rank publishes `mine` in its flag line for call `gen` and reads everyone's
-// (all[local rank]); the discipline of inline_exchange (node_stage.cpp).
+// (all[local rank]); the discipline of the flag-line copies (node_copies.hpp).
 template <class T>
 void exchange(HierContext& h, std::uint64_t gen, const T& mine, std::vector<T>& all,
               const char* stage) {

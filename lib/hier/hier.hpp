@@ -37,7 +37,7 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
 /// run() for blocks made of pieces (a fused call, lib/fused; core/message.hpp): block b
 /// of `layout` is the list b of `pieces` (which holds its bytes), `buffers` are in place
 /// and their ranges are never touched (the own pieces hold the own block already). The
-/// node stage gathers and scatters the pieces (hier/node_stage.hpp); one rank per node
+/// node schedule's puts and gets gather and scatter them (hier/block_pieces.hpp); one rank per node
 /// sends them as the executor's block pieces. Runs no AGX_INTEGRITY end-to-end check and
 /// no AGX_TEST_FLIP (callers run such calls as ranges). Every rank of the call runs it so.
 void run_pieces(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,

@@ -19,14 +19,14 @@
 // Bytes: each rank copies M in and (N-1)·M out; each node's leaders together send and
 // receive what the inter-node schedule moves for nnodes blocks of node aggregates.
 // One rank per node: the inter-node schedule directly on the user's buffers.
-// One node (`shared_memory`, or `hierarchical` whose ranks share a node): node_stage.hpp's
-// tuned stages, which a blocking call may take because it is over before the next one
-// starts: blocks of up to 504 B right behind the flags, single copy when enabled and
-// faster, else copy-in/copy-out through the segment with merged copies of small blocks.
-// (On the engine these cost 0.15-0.2 us more per call at N = 2 from 512 B to 2 KiB.)
-// Blocks made of pieces (run_pieces, a fused call): puts and copy-in gather, gets,
-// copy-out and the inline exchange scatter the pieces; single copy and direct write,
-// which publish one range per rank, are not used then.
+// One node (`shared_memory`, or `hierarchical` whose ranks share a node): the same
+// planner's schedule on the same engine, with the copies that suit the call
+// (node_copies.hpp), which a blocking call may take because it is over before the next
+// one starts: blocks of up to 504 B in the flag lines, single copy when enabled and
+// faster, else staged through the segment.
+// Blocks made of pieces (run_pieces, a fused call): puts gather and gets scatter the
+// pieces (block_pieces.hpp); single copy and direct write, which publish one range per
+// rank, are not used then.
 // Restrictions: none on counts or placement; `shared_memory` needs all ranks on one
 // (virtual) node.
 
@@ -45,7 +45,7 @@
 #include "core/registry.hpp"
 #include "hier/direct_write.hpp"
 #include "hier/hier_context.hpp"
-#include "hier/node_stage.hpp"
+#include "hier/block_pieces.hpp"
 #include "hier/settings.hpp"
 
 #include <algorithm>
@@ -68,23 +68,6 @@ AlgorithmChoice inter_algorithm(int nnodes, std::size_t total) {
 }
 
 namespace {
-
-// Node-major offsets of every block in the segment, node aggregates and their slices.
-void plan_segment(HierContext& h, const Layout& layout) {
-  const Topology& t = h.topo;
-  h.seg_offset.resize(static_cast<std::size_t>(t.size));
-  h.node_bytes.assign(static_cast<std::size_t>(t.nnodes), 0);
-  h.node_offset.resize(static_cast<std::size_t>(t.nnodes));
-  std::size_t at = 0;
-  for (int j = 0; j < t.nnodes; ++j) {
-    h.node_offset[static_cast<std::size_t>(j)] = at;
-    for (int r : t.members[static_cast<std::size_t>(j)]) {
-      h.seg_offset[static_cast<std::size_t>(r)] = at;
-      at += layout.bytes(r);
-    }
-    h.node_bytes[static_cast<std::size_t>(j)] = at - h.node_offset[static_cast<std::size_t>(j)];
-  }
-}
 
 // How the point-to-point stages of these paths name themselves in AGX_TIMEOUT reports
 // (integrity is checked end to end around the whole call instead, see run()).
@@ -135,34 +118,22 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     run_node_schedule(ctx, a, buffers, layout, total, pieces);
     return;
   }
-  // One node: the tuned stages of node_stage.hpp (blocks in the flag lines, single copy,
-  // staged copy-in/copy-out with merged copies).
-  const std::uint64_t gen = h.next_gen();
+  // One node: the same schedule, with the copies that suit the blocks (node_copies.hpp):
+  // in the flag lines when every block fits one, by single copy where the kernel's copy
+  // beats staging, else staged through the segment.
   std::size_t largest = 0;
   for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
+  NodeCopies copies = NodeCopies::staged;
   if (largest <= InlineBlock::capacity) {
+    copies = NodeCopies::flag_lines;
     ++h.inline_calls;
-    inline_exchange(h, gen, buffers, layout, pieces);
-    return;
-  }
-  if (pieces == nullptr && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
+  } else if (pieces == nullptr && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
+    copies = NodeCopies::single_copy;
     ++h.single_copy_calls;
-    single_copy(h, gen, buffers, layout);
-    return;
+  } else {
+    ++h.staged_calls;
   }
-  ++h.staged_calls;
-  plan_segment(h, layout);
-  StagedCall c;
-  c.gen = gen;
-  c.buffers = &buffers;
-  c.layout = &layout;
-  c.base = h.region(gen, total);
-  c.seg_offset = &h.seg_offset;
-  c.chunk_bytes = h.chunk_bytes();
-  c.pieces = pieces;
-  copy_in(h, c);
-  copy_out_local(h, c);
-  h.finish_call(gen);
+  run_node_schedule(ctx, a, buffers, layout, total, pieces, copies);
 }
 
 }  // namespace
@@ -189,8 +160,17 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
     return;
   }
   EndToEnd check(ctx.comm(), ctx.rank(), buffers, layout, checks);  // the owner's CRC
-  run_path(ctx, a, buffers, layout);
+  std::exception_ptr disagreement;
+  try {
+    run_path(ctx, a, buffers, layout);
+  } catch (const Error& e) {
+    // Disagreeing counts: every round was done, so the check still runs (no rank waits
+    // for this one's checksums), and its own failure, if any, comes first.
+    if (e.error_class() != MPI_ERR_TRUNCATE) throw;
+    disagreement = std::current_exception();
+  }
   check.after();
+  if (disagreement) std::rethrow_exception(disagreement);
 }
 
 void run_pieces(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,

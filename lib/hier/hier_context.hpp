@@ -18,6 +18,9 @@
 //                      progress mark: a reader whose counts disagree (an erroneous
 //                      program) fails with MPI_ERR_TRUNCATE instead of reading bytes
 //                      that were never written there
+//   slot[i].disagreed  leaders: last gen in which a receive into the segment brought
+//                      another size than planned, written before `ready`: the node's
+//                      readers of other nodes' blocks fail with MPI_ERR_TRUNCATE too
 //   slot[i].inline_data[gen & 1]   small calls (every block <= 504 B, one node): the
 //                      block itself right behind its sequence number and size
 //                      (seq = gen << 16 | bytes), so a reader takes one dependent
@@ -34,6 +37,7 @@
 #include <agx/algorithm.hpp>
 
 #include "core/comm_context.hpp"  // NodeState
+#include "core/executor.hpp"
 #include "core/nonblocking.hpp"
 #include "core/schedule.hpp"
 #include "hier/shm_segment.hpp"
@@ -72,6 +76,7 @@ struct alignas(64) Slot {
   double probe_speed = 0;
   std::atomic<std::uint64_t> block_bytes[2] = {};
   std::atomic<std::uint64_t> block_offset[2] = {};
+  std::atomic<std::uint64_t> disagreed{0};  ///< leaders: last gen whose receives had another size
   alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)
   InlineBlock inline_data[2];
 };
@@ -224,7 +229,15 @@ class HierContext final : public NodeState {
   std::uint64_t single_copy_calls = 0, staged_calls = 0, inline_calls = 0;
 
   /// Schedules of the round engine's node calls (node_call.cpp), per (algorithm, inter).
-  std::map<std::pair<Algorithm, AlgorithmChoice>, Schedule> node_schedules;
+  /// A node schedule (node_call.cpp's node_schedule) and the blocking calls' execution of
+  /// it, rebound per call (run_node_schedule: a repeated call constructs nothing).
+  struct NodePlan {
+    Schedule schedule;
+    std::unique_ptr<Execution> blocking;
+  };
+  std::map<std::pair<Algorithm, AlgorithmChoice>, NodePlan> node_schedules;
+  NodePlan* last_plan = nullptr;  ///< the last one looked up, and its key
+  std::pair<Algorithm, AlgorithmChoice> last_plan_key{};
   // Per-call scratch (no allocation on the hot path after the first call).
   std::vector<std::size_t> seg_offset, node_bytes, node_offset;
   /// A blocking node schedule's blocks in the segment (node_call.cpp; one call at a time).

@@ -3,10 +3,10 @@
 // the path of nonblocking and persistent calls: the engine's test() polls the node flags
 // as it polls MPI requests and advances the node set-up, any growth of the segment and
 // the reuse of its regions (node_set_up.cpp), so nothing waits inside start()
-// (docs/hierarchy.md, "Set-up of a communicator"). Blocking calls across nodes run the
-// same schedule (run_node_schedule) with the blocking calls' region and wait style;
-// blocking calls inside one node keep node_stage.cpp's tuned variants (blocks in the
-// flag lines, single copy, merged copies), which share this segment and generations.
+// (docs/hierarchy.md, "Set-up of a communicator"). Blocking calls run the same
+// schedule (run_node_schedule) with the blocking calls' region and wait style; on one
+// node their puts and gets may copy through the flag lines or by single copy instead
+// (node_copies.hpp), on the same generations.
 //
 // Flags, per call generation `gen`: a put copies the own block chunk by chunk and raises
 // progress = (gen << 32) | chunks after each; a get of a local block copies chunks as the
@@ -32,7 +32,8 @@
 #include "core/planner.hpp"
 #include "core/timeout.hpp"
 #include "hier/hier_context.hpp"
-#include "hier/node_stage.hpp"
+#include "hier/node_copies.hpp"
+#include "hier/block_pieces.hpp"
 #include "hier/settings.hpp"
 #include "hier/wait.hpp"
 
@@ -40,6 +41,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <utility>
 
 namespace agx::hier {
 namespace {
@@ -48,7 +50,7 @@ class StagedSegment final : public NodeSegment {
  public:
   // No flag is touched yet: the node set-up may still be running (begin()).
   // `pieces`, where not null: the blocks are these pieces (the call is in place), which
-  // put() gathers from and gets scatter into (hier/node_stage.hpp).
+  // put() gathers from and gets scatter into (hier/block_pieces.hpp).
   // `blocking`: a blocking call (run_node_schedule), over before the next call starts:
   // its region comes from HierContext::region and its blocks' table from h's scratch.
   StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout,
@@ -61,7 +63,7 @@ class StagedSegment final : public NodeSegment {
     std::size_t total = 0;
     bytes_.resize(static_cast<std::size_t>(t.size));
     offsets_.resize(bytes_.size());
-    for (int j = 0; j < t.nnodes; ++j)  // node-major, members by rank (as node_stage.cpp)
+    for (int j = 0; j < t.nnodes; ++j)  // node-major, members by rank
       for (int r : t.members[static_cast<std::size_t>(j)]) {
         offsets_[static_cast<std::size_t>(r)] = total;
         bytes_[static_cast<std::size_t>(r)] = layout.bytes(r);
@@ -119,6 +121,7 @@ class StagedSegment final : public NodeSegment {
                               : static_cast<const std::byte*>(mine.recv) + layout.offset(b);
         std::byte* dst = base_ + offsets_[static_cast<std::size_t>(b)];
         const std::size_t chunks = chunk_count(bytes, chunk_);
+        publish_block(own, gen_, bytes, offsets_[static_cast<std::size_t>(b)]);  // before any mark
         if (chunks == 0) own.progress.store(progress_mark(gen_, 0), std::memory_order_release);
         for (std::size_t k = 0; k < chunks; ++k) {
           const std::size_t at = k * chunk_, len = std::min(chunk_, bytes - at);
@@ -131,20 +134,7 @@ class StagedSegment final : public NodeSegment {
   }
 
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override {
-    std::size_t index = 0;
-    for (const BlockSpan& span : op.blocks) {
-      if (c.block >= index + static_cast<std::size_t>(span.count)) {
-        index += static_cast<std::size_t>(span.count);
-        continue;
-      }
-      for (int b = span.first + static_cast<int>(c.block - index); b < span.first + span.count; ++b) {
-        if (!copy_block(b, c.chunk, mine, layout)) return false;
-        ++c.block;
-        c.chunk = 0;
-      }
-      index = c.block;
-    }
-    return true;
+    return for_blocks(op, c, [&](int b, std::size_t& chunks) { return copy_block(b, chunks, mine, layout); });
   }
 
   bool holds(const Transfer& send) const override {
@@ -159,7 +149,10 @@ class StagedSegment final : public NodeSegment {
     return true;
   }
 
-  void segment_round_done() override {
+  void segment_round_done(bool truncated) override {
+    // A leader that received another size than planned says so before its ready flag:
+    // its node's readers of other nodes' blocks fail as it does (copy_block).
+    if (truncated) h_.own_slot().disagreed.store(gen_, std::memory_order_relaxed);
     if (++rounds_received_ == segment_rounds_) raise_ready();
   }
 
@@ -169,25 +162,19 @@ class StagedSegment final : public NodeSegment {
   }
 
   std::string waiting_for(const NodeOp& op, const GetCursor& c) const override {
-    std::size_t index = 0;
-    for (const BlockSpan& span : op.blocks) {
-      if (c.block < index + static_cast<std::size_t>(span.count)) {
-        const int b = span.first + static_cast<int>(c.block - index);
-        const Topology& t = h_.topo;
-        if (t.node_of[static_cast<std::size_t>(b)] == t.node) {
-          const int j = t.local_of[static_cast<std::size_t>(b)];
-          const std::uint64_t v = h_.slot(j).progress.load();
-          return "block " + std::to_string(b) + " from " + h_.local_name(j) + " (call " +
-                 std::to_string(gen_) + ", " + std::to_string(c.chunk) + " chunks copied; its flag reads call " +
-                 std::to_string(v >> 32) + ", chunk " + std::to_string(v & 0xffffffffu) + ")";
-        }
-        return "block " + std::to_string(b) + " of node " +
-               std::to_string(t.node_of[static_cast<std::size_t>(b)]) +
-               " (the ready flags of this node's leaders for call " + std::to_string(gen_) + ")";
-      }
-      index += static_cast<std::size_t>(span.count);
+    const int b = waiting_block(op, c);
+    if (b < 0) return "";  // the get is complete
+    const Topology& t = h_.topo;
+    if (t.node_of[static_cast<std::size_t>(b)] == t.node) {
+      const int j = t.local_of[static_cast<std::size_t>(b)];
+      const std::uint64_t v = h_.slot(j).progress.load();
+      return "block " + std::to_string(b) + " from " + h_.local_name(j) + " (call " +
+             std::to_string(gen_) + ", " + std::to_string(c.chunk) + " chunks copied; its flag reads call " +
+             std::to_string(v >> 32) + ", chunk " + std::to_string(v & 0xffffffffu) + ")";
     }
-    return "";  // the get is complete
+    return "block " + std::to_string(b) + " of node " +
+           std::to_string(t.node_of[static_cast<std::size_t>(b)]) +
+           " (the ready flags of this node's leaders for call " + std::to_string(gen_) + ")";
   }
 
  private:
@@ -202,12 +189,34 @@ class StagedSegment final : public NodeSegment {
     const std::size_t chunks = chunk_count(bytes, chunk_);
     std::size_t available = chunks;
     if (t.node_of[static_cast<std::size_t>(b)] == t.node) {
-      const std::uint64_t v = h_.slot(t.local_of[static_cast<std::size_t>(b)]).progress.load(std::memory_order_acquire);
-      if (v < progress_mark(gen_, 0)) return false;
+      const int j = t.local_of[static_cast<std::size_t>(b)];
+      const std::atomic<std::uint64_t>& flag = h_.slot(j).progress;
+      const std::uint64_t v = flag.load(std::memory_order_acquire);
+      if (v < progress_mark(gen_, 0)) return wait_for(flag, v);
       if ((v >> 32) == gen_) available = std::min<std::size_t>(chunks, v & 0xffffffffu);
+      // The owner's size and place of this call, published before its first mark of it
+      // (words a later call has overwritten since are not checked: publish_block).
+      if (done == 0) {
+        try {
+          check_block(h_, j, gen_, b, bytes, offsets_[static_cast<std::size_t>(b)]);
+        } catch (const Error&) {
+          done = chunks;  // nothing of it is copied
+          return disagree(std::current_exception());
+        }
+      }
+      if (available < chunks) wait_for(flag, v);  // (copies what is there first)
     } else {
       for (int l = 0; l < h_.leaders; ++l)
-        if (h_.slot(l).ready.load(std::memory_order_acquire) < gen_) return false;
+        if (const std::uint64_t v = h_.slot(l).ready.load(std::memory_order_acquire); v < gen_)
+          return wait_for(h_.slot(l).ready, v);
+      for (int l = 0; l < h_.leaders; ++l)
+        if (h_.slot(l).disagreed.load(std::memory_order_relaxed) == gen_) {
+          done = chunks;
+          return disagree(std::make_exception_ptr(Error(
+              MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: " + h_.local_name(l) +
+                                    ", a leader of this node, received other nodes' blocks of "
+                                    "another size than planned in call " + std::to_string(gen_))));
+        }
     }
     std::byte* dst = pieces_ != nullptr ? nullptr : static_cast<std::byte*>(mine.recv) + layout.offset(b);
     const std::byte* src = base_ + offsets_[static_cast<std::size_t>(b)];
@@ -238,12 +247,12 @@ class StagedSegment final : public NodeSegment {
 }  // namespace
 
 // The schedule of one call shape, planned once per communicator.
-const Schedule& node_schedule(CommContext& ctx, Algorithm a, std::size_t total) {
-  HierContext& h = hier_context(ctx);
+HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total) {
   const Topology& t = h.topo;
   std::optional<AlgorithmChoice> inter;
   if (t.nnodes > 1) inter = inter_algorithm(t.nnodes, total);
   const auto key = std::make_pair(a, inter.value_or(AlgorithmChoice{}));
+  if (h.last_plan != nullptr && h.last_plan_key == key) return *h.last_plan;
   auto it = h.node_schedules.find(key);
   if (it == h.node_schedules.end()) {  // (the placement is copied only to plan)
     NodeShape shape;
@@ -251,26 +260,73 @@ const Schedule& node_schedule(CommContext& ctx, Algorithm a, std::size_t total) 
     shape.leaders = h.leaders;
     shape.total_bytes = total;
     shape.inter = inter;
-    it = h.node_schedules.emplace(key, plan_node_algorithm(a, shape, t.rank)).first;
+    it = h.node_schedules.emplace(key, HierContext::NodePlan{plan_node_algorithm(a, shape, t.rank), {}}).first;
   }
+  h.last_plan = &it->second;
+  h.last_plan_key = key;
   return it->second;
 }
 
-void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                       const Layout& layout, std::size_t total, const BlockPieces* pieces) {
-  HierContext& h = hier_context(ctx);
-  const Schedule& schedule = node_schedule(ctx, a, total);
-  StagedSegment segment(h, schedule, layout, pieces, true);
-  segment.claim_blocking();
-  Checks checks;
-  checks.algorithm = to_string(a);
-  checks.stage = "node schedule";
-  Execution e(schedule, buffers, layout, ctx.comm(), ctx.next_tag(), config().max_message_bytes,
-              segment, checks);
+namespace {
+
+void run_blocking(HierContext& h, CommContext& ctx, Algorithm a, HierContext::NodePlan& plan,
+                  const Buffers& buffers, const Layout& layout, NodeSegment& node) {
+  const Schedule& schedule = plan.schedule;
+  std::unique_ptr<Execution>& cached = plan.blocking;
+  const int tag = ctx.next_tag();
+  if (cached) {
+    cached->rebind(buffers, layout, tag, node);
+  } else {
+    Checks checks;
+    checks.algorithm = to_string(a);
+    checks.stage = "node schedule";
+    cached = std::make_unique<Execution>(schedule, buffers, layout, ctx.comm(), tag,
+                                         config().max_message_bytes, node, checks);
+  }
+  // A failed run leaves its execution abandoned: the next call makes a new one.
+  std::unique_ptr<Execution> running = std::move(cached);
+  Execution& e = *running;
   e.start();
   // The execution reports a stall itself (AGX_TIMEOUT); this wait paces the polls (spin,
-  // then yield or, on an oversubscribed node, sleep on the node's futex).
-  wait_advancing(h, [&] { return e.test(); }, [](double) {});
+  // then yield or, on an oversubscribed node, sleep on the node's futex). On one node,
+  // where no message needs the engine's progress, it polls the engine again only once
+  // the flag word the last poll waited for has moved: one load per spin (not under
+  // AGX_TIMEOUT, whose clock the engine's polls keep).
+  const bool watch = h.topo.nnodes == 1 && timeout_seconds() <= 0;
+  wait_advancing(
+      h,
+      [&] {
+        if (watch) {
+          const NodeSegment::Awaited a = node.awaited();
+          if (a.word != nullptr && a.word->load(std::memory_order_acquire) == a.seen) return false;
+        }
+        return e.test();
+      },
+      [](double) {});
+  cached = std::move(running);
+}
+
+}  // namespace
+
+void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
+                       const Layout& layout, std::size_t total, const BlockPieces* pieces,
+                       NodeCopies copies) {
+  HierContext& h = hier_context(ctx);
+  HierContext::NodePlan& plan = node_plan(h, a, total);
+  const Schedule& schedule = plan.schedule;
+  if (copies == NodeCopies::flag_lines) {
+    InlineCopies node(h, pieces);
+    run_blocking(h, ctx, a, plan, buffers, layout, node);
+    return;
+  }
+  if (copies == NodeCopies::single_copy) {
+    SingleCopies node(h);
+    run_blocking(h, ctx, a, plan, buffers, layout, node);
+    return;
+  }
+  StagedSegment segment(h, schedule, layout, pieces, true);
+  segment.claim_blocking();
+  run_blocking(h, ctx, a, plan, buffers, layout, segment);
   h.mark_started(segment.gen() - 1);  // every local rank has put its block of this call
 }
 
@@ -294,6 +350,7 @@ struct NodeCall {
   std::optional<EndToEnd> check;  // AGX_INTEGRITY / AGX_TEST_FLIP (integrity.hpp)
   int check_tag = 0;              // its CRC messages' tag (AGX_INTEGRITY)
   bool checking = false;          // the rounds are done, the check is posted
+  std::exception_ptr disagreement;  // the rounds' MPI_ERR_TRUNCATE, thrown after the check
 };
 
 void NodeCallDeleter::operator()(NodeCall* c) const noexcept { delete c; }
@@ -323,7 +380,7 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   NodeCallPtr call(new NodeCall);
   call->ctx = ctx.share();
   if (!h.node_started()) h.begin_node_set_up(ctx.next_tag());
-  call->schedule = &node_schedule(ctx, a, total);
+  call->schedule = &node_plan(h, a, total).schedule;
   call->algorithm = a;
   call->buffers = buffers;
   call->layout = layout;
@@ -347,8 +404,20 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   return call;
 }
 
+namespace {
+
+// The end-to-end check's phase: done once the check is; then the rounds' disagreement on
+// the counts, if any, unless the check failed first.
+bool test_check(NodeCall& call) {
+  if (!call.check->test()) return false;
+  if (call.disagreement) std::rethrow_exception(std::exchange(call.disagreement, nullptr));
+  return true;
+}
+
+}  // namespace
+
 bool test_node_call(NodeCall& call) {
-  if (call.checking) return call.check->test();
+  if (call.checking) return test_check(call);
   if (!call.execution) {
     HierContext& h = hier_context(*call.ctx);
     if (!call.segment->claim()) {
@@ -374,11 +443,18 @@ bool test_node_call(NodeCall& call) {
       call.execution->use_block_pieces(*call.pieces);
     call.execution->start();
   }
-  if (!call.execution->test()) return false;
+  try {
+    if (!call.execution->test()) return false;
+  } catch (const Error& e) {
+    // Disagreeing counts end the rounds with every rank's part done: the check still
+    // runs, so that no rank waits for this one's checksums.
+    if (e.error_class() != MPI_ERR_TRUNCATE || !call.check) throw;
+    call.disagreement = std::current_exception();
+  }
   if (!call.check) return true;
   call.check->post(call.check_tag);
   call.checking = true;
-  return call.check->test();
+  return test_check(call);
 }
 
 }  // namespace agx::hier

@@ -1,6 +1,6 @@
 #pragma once
 // shared_memory and hierarchical as schedules on the round engine (node_call.cpp): the
-// nonblocking and persistent calls' path through a node. Declared for lib/core in
+// path of every call through a node, blocking, nonblocking and persistent. Declared for lib/core in
 // hier/hier.hpp; this header adds what node_call.cpp shares with hier_allgather.cpp.
 
 #include "hier/hier.hpp"
@@ -15,10 +15,16 @@ namespace agx::hier {
 /// or the rule; hier_allgather.cpp).
 AlgorithmChoice inter_algorithm(int nnodes, std::size_t total);
 
-/// A blocking call of `a` through the node's segment: the planner's schedule
-/// (node_planner.cpp) run to completion by the round engine on this thread, with the
-/// blocking calls' region of the segment and their wait style. `total` > 0.
+/// How a blocking call's puts and gets copy (node_copies.hpp): staged through the
+/// segment (any call), in the flag lines or by single copy (one node only).
+enum class NodeCopies { staged, flag_lines, single_copy };
+
+/// A blocking call of `a` through the node: the planner's schedule (node_planner.cpp)
+/// run to completion by the round engine on this thread, with `copies` (staged: the
+/// blocking calls' region of the segment) and the blocking calls' wait style.
+/// `total` > 0.
 void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                       const Layout& layout, std::size_t total, const BlockPieces* pieces);
+                       const Layout& layout, std::size_t total, const BlockPieces* pieces,
+                       NodeCopies copies = NodeCopies::staged);
 
 }  // namespace agx::hier

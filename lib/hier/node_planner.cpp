@@ -11,7 +11,7 @@
 //
 //   Bytes: each rank copies M in and (N-1)·M out; no message. Restriction: one node.
 //   (Blocks of at most 504 B travel inside the flag lines, large ones by single copy
-//   when enabled: the same two rounds, other copies; lib/hier/node_stage.hpp.)
+//   when enabled: the same two rounds, other copies; lib/hier/node_copies.hpp.)
 //
 // hierarchical (nodes j = 0..J-1 numbered by lowest rank, L leaders per node):
 //   round 0        every rank puts its block into its node's segment

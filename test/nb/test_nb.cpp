@@ -363,6 +363,68 @@ void plan_disagreeing_counts() {
   }
 }
 
+// The node path (shared_memory, or hierarchical where the ranks span nodes) with rank 0's
+// own block one element short where the others expect it whole: every rank but 0 fails
+// with MPI_ERR_TRUNCATE, which its get finds in the owner's size of the block (or under
+// AGX_INTEGRITY MPI_ERR_OTHER, where the check finds the skipped block's CRC wrong first),
+// blocking and nonblocking, blocks in the flag lines (6 elements) and staged (2048).
+// Nobody hangs, and the communicator serves a right call afterwards. Each case on a
+// fresh communicator, set up by a right call first (a communicator's first nonblocking
+// call may run as the MPI library's, which does not check counts).
+void node_disagreeing_counts(agx::Algorithm node_path) {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 2) return;
+  const char* integrity = std::getenv("AGX_INTEGRITY");
+  const bool crc = integrity != nullptr && std::strcmp(integrity, "1") == 0;
+  unsigned salt = 900;
+  for (const int c : {6, 2048})
+    for (const bool nonblocking : {false, true}) {
+      MPI_Comm comm = MPI_COMM_NULL;
+      MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+      std::vector<int> counts(static_cast<std::size_t>(n), c), displs(static_cast<std::size_t>(n));
+      for (int r = 0; r < n; ++r) displs[static_cast<std::size_t>(r)] = r * c;
+      if (rank == 0) counts[0] = c - 1;
+      const auto send = block(salt, rank, static_cast<std::size_t>(counts[static_cast<std::size_t>(rank)]));
+      Guarded recv(static_cast<std::size_t>(n * c));
+      agx::Allgather<std::uint32_t> g(comm, {node_path});
+      {
+        const std::vector<int> right(static_cast<std::size_t>(n), c);
+        const auto mine = block(salt, rank, static_cast<std::size_t>(c));
+        g.v(std::span<const std::uint32_t>(mine), std::span(recv.data(), recv.size()), right, displs);
+      }
+      const std::string what = std::string(agx::to_string(node_path)) + " with disagreeing counts, " +
+                               std::to_string(c) + " elements, " +
+                               (nonblocking ? "nonblocking" : "blocking");
+      int cls = MPI_SUCCESS;
+      try {
+        if (nonblocking) {
+          agx::Request r = g.start_v(std::span<const std::uint32_t>(send),
+                                     std::span(recv.data(), recv.size()), counts, displs);
+          r.wait();
+        } else {
+          g.v(std::span<const std::uint32_t>(send), std::span(recv.data(), recv.size()), counts, displs);
+        }
+      } catch (const agx::Error& e) {
+        cls = e.error_class();
+      }
+      const bool told = cls == MPI_ERR_TRUNCATE || (crc && cls == MPI_ERR_OTHER);
+      if (rank != 0 && !told)
+        fail(what + ": error class " + std::to_string(cls) + " on a rank that got a short block");
+      else if (rank == 0 && cls != MPI_SUCCESS && !told)
+        fail(what + ": error class " + std::to_string(cls) + " on rank 0");
+      // The communicator goes on: a right call after the failed one.
+      const std::vector<int> right(static_cast<std::size_t>(n), c);
+      const auto again = block(salt + 50, rank, static_cast<std::size_t>(c));
+      g.v(std::span<const std::uint32_t>(again), std::span(recv.data(), recv.size()), right, displs);
+      check_v(recv, salt + 50, right, displs, what + ", the call after it");
+      MPI_Barrier(MPI_COMM_WORLD);
+      MPI_Comm_free(&comm);
+      ++salt;
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -409,6 +471,12 @@ int main(int argc, char** argv) {
     destructor_and_forced_hier();
     outlive_comm_free();
     plan_disagreeing_counts();
+    node_disagreeing_counts(std::any_of(p2p.begin(), p2p.end(),
+                                        [](const agx::AlgorithmChoice& a) {
+                                          return a.id == agx::Algorithm::shared_memory;
+                                        })
+                                ? agx::Algorithm::shared_memory
+                                : agx::Algorithm::hierarchical);
   } catch (const agx::Error& e) {
     fail(std::string("agx::Error: ") + e.what());
   }

@@ -194,7 +194,7 @@ bool SimNodeSegment::holds(const Transfer& send) const {
   return true;
 }
 
-void SimNodeSegment::segment_round_done() {
+void SimNodeSegment::segment_round_done(bool) {
   if (++rounds_received_ == segment_rounds_)
     raise(nodes_.state(), nodes_.state().ready[static_cast<std::size_t>(nodes_.local())], gen_);
 }

@@ -22,9 +22,9 @@
 // simulation adds is the network (the leaders' messages) and when flags go up. Not
 // modelled: memory-bandwidth sharing beyond the per-rank copy rate (the rate is meant as
 // the one measured with every rank copying at once), lib/hier's chunked pipelining of a
-// block (a get copies a block once it is completely put) and the blocking path's variants
-// (blocks in the flag lines, single copy: node_stage.cpp): this is the round engine's path
-// (the one nonblocking and persistent calls take, hier/node_call.cpp).
+// block (a get copies a block once it is completely put) and the copies a blocking call
+// on one node may take instead of staging (blocks in the flag lines, single copy:
+// hier/node_copies.hpp): the schedule and its rounds are lib/hier's, the copies staged.
 //
 // SMPI runs every rank as a thread of one process, so a node's state lives on the heap
 // of its lowest rank, which passes its address to the others (SimNodes' constructor,
@@ -92,7 +92,7 @@ class SimNodeSegment final : public NodeSegment {
   void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
   bool try_get(const NodeOp& op, GetCursor& cursor, const Buffers& mine, const Layout& layout) override;
   bool holds(const Transfer& send) const override;
-  void segment_round_done() override;
+  void segment_round_done(bool truncated) override;
   void finish() override {}
   std::string waiting_for(const NodeOp&, const GetCursor&) const override { return "simulated flags"; }
 

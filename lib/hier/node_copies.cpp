@@ -1,0 +1,215 @@
+// The flag-line and single-copy NodeSegments (node_copies.hpp has the copies).
+
+#include "hier/node_copies.hpp"
+
+#include <agx/error.hpp>
+
+#include "core/copy.hpp"
+#include "hier/block_pieces.hpp"
+
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace agx::hier {
+namespace {
+
+constexpr unsigned bits = InlineBlock::size_bits;
+constexpr std::uint64_t size_mask = (std::uint64_t{1} << bits) - 1;
+
+const std::byte* own_source(const Buffers& b, const Layout& l, int rank) {
+  if (b.in_place) return static_cast<const std::byte*>(b.recv) + l.offset(rank);
+  return static_cast<const std::byte*>(b.send);
+}
+
+std::byte* recv_at(const Buffers& b, const Layout& l, int rank) {
+  return static_cast<std::byte*>(b.recv) + l.offset(rank);
+}
+
+// A one-node schedule puts only the rank's own block (the validator proves it).
+void own_only(const NodeOp& op, int me, const char* copies) {
+  for (const BlockSpan& span : op.blocks)
+    if (span.count > 0 && (span.first != me || span.count != 1))
+      throw Error(MPI_ERR_INTERN, std::string("agx: ") + copies +
+                                      " put another rank's block (a schedule for several nodes?)");
+}
+
+}  // namespace
+
+namespace {
+
+constexpr unsigned value_bits = 40;
+constexpr std::uint64_t value_mask = (std::uint64_t{1} << value_bits) - 1;
+constexpr std::uint64_t gen_mask = (std::uint64_t{1} << (64 - value_bits)) - 1;
+
+std::uint64_t tagged(std::uint64_t gen, std::uint64_t value) {
+  return (gen & gen_mask) << value_bits | (value & value_mask);
+}
+
+}  // namespace
+
+void publish_block(Slot& own, std::uint64_t gen, std::size_t bytes, std::uint64_t offset) {
+  own.block_bytes[gen & 1].store(tagged(gen, bytes), std::memory_order_relaxed);
+  own.block_offset[gen & 1].store(tagged(gen, offset), std::memory_order_relaxed);
+}
+
+void check_block(const HierContext& h, int j, std::uint64_t gen, int block, std::size_t bytes,
+                 std::uint64_t offset) {
+  const Slot& s = h.slot(j);
+  const std::uint64_t size_word = s.block_bytes[gen & 1].load(std::memory_order_relaxed);
+  const std::uint64_t place_word = s.block_offset[gen & 1].load(std::memory_order_relaxed);
+  const bool size_ok = size_word >> value_bits != (gen & gen_mask) || size_word == tagged(gen, bytes);
+  const bool place_ok = offset == any_offset || place_word >> value_bits != (gen & gen_mask) ||
+                        place_word == tagged(gen, offset);
+  if (size_ok && place_ok) return;
+  const std::uint64_t wrote = size_word & value_mask;
+  throw Error(MPI_ERR_TRUNCATE,
+              "agx: the ranks disagree on the counts: block " + std::to_string(block) +
+                  " holds " + std::to_string(bytes) + " bytes here, its owner " +
+                  h.local_name(j) + " wrote " + std::to_string(wrote) +
+                  (wrote == bytes ? " bytes at another place (earlier blocks differ)" : " bytes"));
+}
+
+int waiting_block(const NodeOp& op, const GetCursor& c) {
+  std::size_t index = 0;
+  for (const BlockSpan& span : op.blocks) {
+    if (c.block < index + static_cast<std::size_t>(span.count))
+      return span.first + static_cast<int>(c.block - index);
+    index += static_cast<std::size_t>(span.count);
+  }
+  return -1;
+}
+
+// --- flag lines -----------------------------------------------------------------------
+
+InlineCopies::InlineCopies(HierContext& h, const BlockPieces* pieces)
+    : h_(h), gen_(h.next_gen()), pieces_(pieces) {}
+
+void InlineCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
+  const int me = h_.topo.rank;
+  own_only(op, me, "the flag-line copies");
+  InlineBlock& own = h_.own_slot().inline_data[gen_ & 1];
+  const std::size_t bytes = layout.bytes(me);
+  if (bytes > InlineBlock::capacity)
+    throw Error(MPI_ERR_INTERN, "agx: a block of " + std::to_string(bytes) +
+                                    " bytes does not fit a flag line");
+  if (bytes > 0 && pieces_ != nullptr) gather_pieces(own.bytes, pieces_of(*pieces_, me), 0, bytes);
+  else if (bytes > 0) copy_bytes(own.bytes, own_source(mine, layout, me), bytes);
+  own.seq.store(gen_ << bits | bytes, std::memory_order_release);
+  h_.notify();
+}
+
+bool InlineCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
+                           const Layout& layout) {
+  return for_blocks(op, c, [&](int b, std::size_t&) {
+    const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
+    const InlineBlock& line = h_.slot(j).inline_data[gen_ & 1];
+    const std::uint64_t seen = line.seq.load(std::memory_order_acquire);
+    if ((seen >> bits) < gen_) return wait_for(line.seq, seen);
+    const std::size_t bytes = layout.bytes(b);
+    if (const std::size_t wrote = seen & size_mask; wrote != bytes)
+      return disagree(std::make_exception_ptr(Error(
+          MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: block " + std::to_string(b) +
+                                " holds " + std::to_string(bytes) + " bytes here, its owner " +
+                                h_.local_name(j) + " wrote " + std::to_string(wrote) + " bytes")));
+    if (bytes > 0 && pieces_ != nullptr) scatter_pieces(pieces_of(*pieces_, b), 0, line.bytes, bytes);
+    else if (bytes > 0) copy_bytes(recv_at(mine, layout, b), line.bytes, bytes);
+    return true;
+  });
+}
+
+void InlineCopies::finish() {
+  // Every local rank has started this call, so none reads the other parity's lines any
+  // more: the next call may write them.
+  h_.mark_started(gen_ - 1);
+  h_.finish_call(gen_);
+}
+
+std::string InlineCopies::waiting_for(const NodeOp& op, const GetCursor& c) const {
+  const int b = waiting_block(op, c);
+  if (b < 0) return "";
+  const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
+  const std::uint64_t seen = h_.slot(j).inline_data[gen_ & 1].seq.load();
+  return "block " + std::to_string(b) + " in the flag line of " + h_.local_name(j) +
+         " (call " + std::to_string(gen_) + "; the line reads call " +
+         std::to_string(seen >> bits) + ")";
+}
+
+// --- single copy ----------------------------------------------------------------------
+
+SingleCopies::SingleCopies(HierContext& h) : h_(h), gen_(h.next_gen()) {}
+
+void SingleCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
+  const int me = h_.topo.rank;
+  own_only(op, me, "single copy");
+  Slot& own = h_.own_slot();
+  own.address.store(reinterpret_cast<std::uintptr_t>(own_source(mine, layout, me)),
+                    std::memory_order_relaxed);
+  publish_block(own, gen_, layout.bytes(me), 0);
+  own.progress.store(progress_mark(gen_, 1), std::memory_order_release);
+  h_.notify();
+}
+
+bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
+                           const Layout& layout) {
+  return for_blocks(op, c, [&](int b, std::size_t&) {
+    std::size_t left = layout.bytes(b);
+    if (left == 0) return true;
+    const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
+    const Slot& s = h_.slot(j);
+    if (const std::uint64_t v = s.progress.load(std::memory_order_acquire); v < progress_mark(gen_, 1))
+      return wait_for(s.progress, v);
+    try {
+      check_block(h_, j, gen_, b, left, any_offset);
+    } catch (const Error&) {
+      return disagree(std::current_exception());
+    }
+    auto* src = reinterpret_cast<std::byte*>(s.address.load(std::memory_order_relaxed));
+    std::byte* dst = recv_at(mine, layout, b);
+    while (left > 0) {
+      iovec local{dst, left}, remote{src, left};
+      const ssize_t got = process_vm_readv(static_cast<pid_t>(s.pid), &local, 1, &remote, 1, 0);
+      if (got <= 0)
+        throw Error(MPI_ERR_OTHER, "agx: process_vm_readv from " + h_.local_name(j) +
+                                       " failed: " + std::strerror(errno));
+      dst += got;
+      src += got;
+      left -= static_cast<std::size_t>(got);
+    }
+    return true;
+  });
+}
+
+void SingleCopies::finish() { h_.finish_call(gen_); }
+
+bool SingleCopies::finished() {
+  // This rank's buffer is read by its peers: it stays the call's until all are done.
+  const int n = h_.topo.local_size();
+  for (; readers_done_ < n; ++readers_done_)
+    if (const std::uint64_t v = h_.slot(readers_done_).done.load(std::memory_order_acquire); v < gen_)
+      return wait_for(h_.slot(readers_done_).done, v);
+  h_.mark_synced(gen_);
+  return true;
+}
+
+std::string SingleCopies::waiting_for(const NodeOp& op, const GetCursor& c) const {
+  const int b = waiting_block(op, c);
+  if (b < 0) return "";
+  const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
+  const std::uint64_t v = h_.slot(j).progress.load();
+  return "the address of block " + std::to_string(b) + " from " + h_.local_name(j) +
+         " (single copy, call " + std::to_string(gen_) + "; its flag reads call " +
+         std::to_string(v >> 32) + ")";
+}
+
+std::string SingleCopies::finish_waiting_for() const {
+  const int j = readers_done_;
+  if (j >= h_.topo.local_size()) return "nothing";
+  return "the done flag of " + h_.local_name(j) + " to reach call " + std::to_string(gen_) +
+         " (single copy: it reads this rank's buffer; its flag reads call " +
+         std::to_string(h_.slot(j).done.load()) + ")";
+}
+
+}  // namespace agx::hier

@@ -1,0 +1,117 @@
+#pragma once
+// How a node schedule's put and get move bytes inside one node: the round engine
+// (core/executor.hpp) runs the shared_memory planner's two rounds (put the own block,
+// get every other block) on one of these NodeSegments, picked per call by the call's
+// block sizes (hier_allgather.cpp). The schedule, its validation and its price are the
+// same for all three; only the copies differ.
+//
+//   staged       (node_call.cpp) put copies the block into the node's segment chunk by
+//                chunk, raising progress = (gen << 32) | chunks; a get copies each
+//                chunk out as the owner's progress shows it. Bytes per rank: M in,
+//                (N-1)·M out. Any block size, blocks as pieces, several nodes, and
+//                calls in flight together (nonblocking, persistent).
+//   flag lines   (InlineCopies) blocks of at most 504 B travel inside their owner's
+//                flag line: put writes the block behind seq = gen << 16 | bytes, a get
+//                copies it once seq shows the call. One dependent cache miss per peer.
+//   single copy  (SingleCopies, process_vm_readv) put publishes the own block's address,
+//                a get reads the peer's block straight from the peer's buffer; after the
+//                last round the call waits (finished(), polled) until every peer has
+//                read this rank's buffer. Bytes per rank: (N-1)·M, read once.
+//
+// The flag lines and single copy serve blocking calls on one node (a call is over on
+// this rank before its next one starts, which is what lets two parities of flag line
+// and one published address suffice); ranges of the caller's buffers only for single
+// copy, pieces too for the flag lines (hier/block_pieces.hpp).
+
+#include <agx/bytes.hpp>
+
+#include "core/message.hpp"
+#include "core/node_segment.hpp"
+#include "hier/hier_context.hpp"
+
+#include <cstdint>
+
+namespace agx::hier {
+
+/// Publishes the own block's size and place in the segment as this rank sees call `gen`
+/// (slot.block_bytes/block_offset[gen & 1]), before the call's first flag mark: each word
+/// holds the call's generation (its low 24 bits) above the value (its low 40 bits), so a
+/// reader never takes a later call's words for this one's.
+void publish_block(Slot& own, std::uint64_t gen, std::size_t bytes, std::uint64_t offset);
+
+/// MPI_ERR_TRUNCATE when local rank j published its block of call `gen` with another size
+/// than `bytes` (block `block`), or (offset != any_offset) at another place in the
+/// segment: the ranks gave different counts. Read after j's flag showed the call; words
+/// a later call of j's has overwritten already are not checked.
+constexpr std::uint64_t any_offset = ~std::uint64_t{0};
+void check_block(const HierContext& h, int j, std::uint64_t gen, int block, std::size_t bytes,
+                 std::uint64_t offset);
+
+class InlineCopies final : public NodeSegment {
+ public:
+  InlineCopies(HierContext& h, const BlockPieces* pieces);
+  const Buffers& segment_buffers() const override { return none_; }
+  const Layout& segment_layout() const override { return no_layout_; }
+  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
+  bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
+  bool holds(const Transfer&) const override { return true; }
+  void segment_round_done(bool) override {}
+  void finish() override;
+  std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
+
+ private:
+  HierContext& h_;
+  std::uint64_t gen_;
+  const BlockPieces* pieces_;
+  Buffers none_{};
+  Layout no_layout_;
+};
+
+class SingleCopies final : public NodeSegment {
+ public:
+  explicit SingleCopies(HierContext& h);
+  const Buffers& segment_buffers() const override { return none_; }
+  const Layout& segment_layout() const override { return no_layout_; }
+  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
+  bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
+  bool holds(const Transfer&) const override { return true; }
+  void segment_round_done(bool) override {}
+  void finish() override;
+  bool finished() override;
+  std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
+  std::string finish_waiting_for() const override;
+
+ private:
+  HierContext& h_;
+  std::uint64_t gen_;
+  int readers_done_ = 0;  // local ranks whose done flag shows this call (finished())
+  Buffers none_{};
+  Layout no_layout_;
+};
+
+/// Calls f(block, chunks) for each block of `op` from cursor `c` on (chunks: the
+/// block's chunks copied so far, which f advances), moving c on as f returns true;
+/// false as soon as f does (the block is not all there yet).
+template <class F>
+bool for_blocks(const NodeOp& op, GetCursor& c, F f) {
+  std::size_t index = 0;
+  for (const BlockSpan& span : op.blocks) {
+    const auto count = static_cast<std::size_t>(span.count);
+    if (c.block >= index + count) {
+      index += count;
+      continue;
+    }
+    for (int b = span.first + static_cast<int>(c.block - index); b < span.first + span.count; ++b) {
+      if (!f(b, c.chunk)) return false;
+      ++c.block;
+      c.chunk = 0;
+    }
+    index = c.block;
+  }
+  return true;
+}
+
+/// The block a get waits for (cursor `c` of `op`); -1 when the get is complete.
+int waiting_block(const NodeOp& op, const GetCursor& c);
+
+}  // namespace agx::hier
