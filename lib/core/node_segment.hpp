@@ -69,8 +69,8 @@ class NodeSegment {
   virtual std::string finish_waiting_for() const { return ""; }
 
  protected:
-  /// Records what a get (or finished()) waits for: returns false, for `return wait(...)`.
-  bool wait_for(const std::atomic<std::uint64_t>& word, std::uint64_t seen) {
+  /// Records what a get (or finished()) waits for: returns false, for `return awaiting(...)`.
+  bool awaiting(const std::atomic<std::uint64_t>& word, std::uint64_t seen) {
     awaited_ = {&word, seen};
     return false;
   }

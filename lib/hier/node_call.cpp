@@ -192,7 +192,7 @@ class StagedSegment final : public NodeSegment {
       const int j = t.local_of[static_cast<std::size_t>(b)];
       const std::atomic<std::uint64_t>& flag = h_.slot(j).progress;
       const std::uint64_t v = flag.load(std::memory_order_acquire);
-      if (v < progress_mark(gen_, 0)) return wait_for(flag, v);
+      if (v < progress_mark(gen_, 0)) return awaiting(flag, v);
       if ((v >> 32) == gen_) available = std::min<std::size_t>(chunks, v & 0xffffffffu);
       // The owner's size and place of this call, published before its first mark of it
       // (words a later call has overwritten since are not checked: publish_block).
@@ -204,11 +204,11 @@ class StagedSegment final : public NodeSegment {
           return disagree(std::current_exception());
         }
       }
-      if (available < chunks) wait_for(flag, v);  // (copies what is there first)
+      if (available < chunks) awaiting(flag, v);  // (copies what is there first)
     } else {
       for (int l = 0; l < h_.leaders; ++l)
         if (const std::uint64_t v = h_.slot(l).ready.load(std::memory_order_acquire); v < gen_)
-          return wait_for(h_.slot(l).ready, v);
+          return awaiting(h_.slot(l).ready, v);
       for (int l = 0; l < h_.leaders; ++l)
         if (h_.slot(l).disagreed.load(std::memory_order_relaxed) == gen_) {
           done = chunks;

@@ -107,7 +107,7 @@ bool InlineCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
     const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
     const InlineBlock& line = h_.slot(j).inline_data[gen_ & 1];
     const std::uint64_t seen = line.seq.load(std::memory_order_acquire);
-    if ((seen >> bits) < gen_) return wait_for(line.seq, seen);
+    if ((seen >> bits) < gen_) return awaiting(line.seq, seen);
     const std::size_t bytes = layout.bytes(b);
     if (const std::size_t wrote = seen & size_mask; wrote != bytes)
       return disagree(std::make_exception_ptr(Error(
@@ -160,7 +160,7 @@ bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
     const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
     const Slot& s = h_.slot(j);
     if (const std::uint64_t v = s.progress.load(std::memory_order_acquire); v < progress_mark(gen_, 1))
-      return wait_for(s.progress, v);
+      return awaiting(s.progress, v);
     try {
       check_block(h_, j, gen_, b, left, any_offset);
     } catch (const Error&) {
@@ -189,7 +189,7 @@ bool SingleCopies::finished() {
   const int n = h_.topo.local_size();
   for (; readers_done_ < n; ++readers_done_)
     if (const std::uint64_t v = h_.slot(readers_done_).done.load(std::memory_order_acquire); v < gen_)
-      return wait_for(h_.slot(readers_done_).done, v);
+      return awaiting(h_.slot(readers_done_).done, v);
   h_.mark_synced(gen_);
   return true;
 }
