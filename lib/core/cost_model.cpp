@@ -14,8 +14,8 @@
 
 namespace agx {
 
-int Placement::nodes() const {
-  return static_cast<int>(std::set<int>(node_of_.begin(), node_of_.end()).size());
+int Placement::count_nodes(const std::vector<int>& node_of) {
+  return static_cast<int>(std::set<int>(node_of.begin(), node_of.end()).size());
 }
 
 Placement Placement::with_routes(std::shared_ptr<const Routes> routes) const {

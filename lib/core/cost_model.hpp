@@ -174,7 +174,8 @@ double copy_s_per_byte_at(const CostParams& params, std::size_t call_bytes);
 class Placement {
  public:
   static Placement single_node(int nranks) { return Placement(std::vector<int>(nranks, 0)); }
-  explicit Placement(std::vector<int> node_of) : node_of_(std::move(node_of)) {}
+  explicit Placement(std::vector<int> node_of)
+      : node_of_(std::move(node_of)), nodes_(count_nodes(node_of_)) {}
   /// The same placement with nodes in groups: group_of_node[j] is node j's group.
   Placement with_groups(std::vector<int> group_of_node) const;
   /// The same placement with the network's routes (a simulator's platform).
@@ -184,7 +185,7 @@ class Placement {
   int nranks() const { return static_cast<int>(node_of_.size()); }
   int node_of(int rank) const { return node_of_[static_cast<std::size_t>(rank)]; }
   Level level(int a, int b) const { return node_of(a) == node_of(b) ? Level::node : Level::network; }
-  int nodes() const;
+  int nodes() const { return nodes_; }  ///< (counted once: calls ask it per call)
   bool has_groups() const { return !group_of_node_.empty(); }
   /// The group of a rank's node (0 without groups).
   int group_of(int rank) const {
@@ -192,7 +193,9 @@ class Placement {
   }
 
  private:
+  static int count_nodes(const std::vector<int>& node_of);
   std::vector<int> node_of_;
+  int nodes_ = 0;
   std::vector<int> group_of_node_;  // empty: no groups
   std::shared_ptr<const Routes> routes_;
 };

@@ -14,6 +14,7 @@
 // With AGX_DESCRIPTOR_CACHE=0 the repeats plan their messages anew and allocate: run so
 // with --expect-allocations, which passes only when every shape allocated (and the data
 // is right), the check is shown to fail without the cache.
+// The node paths (shared_memory, hierarchical) blocking, in the counting run.
 // In both runs a plan (agx::Plan, every point-to-point algorithm, out of place and in
 // place) is started again and again: its starts allocate nothing, cache or not (its
 // requests and datatypes are made once, lib/core/persistent.hpp).
@@ -32,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -221,6 +223,31 @@ int main(int argc, char** argv) {
       checks = checks_before;
     }
   }
+  // The node paths' blocking calls: the planner's schedule on the round engine with one
+  // execution per schedule, rebound per call (blocks in the flag lines at 8 B, staged
+  // through the segment at 3001 B). They use no descriptor cache, so they allocate nothing
+  // with it off too: run only in the counting mode. (Their nonblocking calls and plans
+  // still allocate their call objects per start.)
+  if (!expect_allocations)
+    for (const agx::Algorithm a : {agx::Algorithm::shared_memory, agx::Algorithm::hierarchical}) {
+      const agx::Allgather<std::uint8_t> g(MPI_COMM_WORLD, {a});
+      const auto run = [&g](Shape& s) {
+        try {
+          if (s.in_place) g.in_place(s.recv);
+          else g(std::span<const std::uint8_t>(s.send), s.recv);
+          return true;
+        } catch (const agx::Error&) {  // shared_memory across several nodes
+          return false;
+        }
+      };
+      for (Shape* s : {&small, &small_in, &odd, &odd_in}) {
+        std::snprintf(what, sizeof what, "%s %s, %d ranks", std::string(agx::to_string(a)).c_str(), s->name, nranks);
+        check(what, {s}, run);
+      }
+      std::snprintf(what, sizeof what, "%s 8 B and 3001 B alternating, %d ranks", std::string(agx::to_string(a)).c_str(),
+                    nranks);
+      check(what, {&small, &odd}, run);
+    }
   // A pending request keeps the compiled schedule it runs: shapes enough to push it out of
   // the cache (AGX_DESCRIPTOR_CACHE entries), run while it is in flight, leave its data
   // right (AddressSanitizer sees any use after free); then on a duplicate freed while
