@@ -229,6 +229,7 @@ void Execution::start() {
     use_compiled();
   round_ = 0;
   suspect_.clear();  // (a persistent execution's previous start)
+  node_steps_ = 0;
   if (polling()) clock_.emplace(timeout_);
   started_ = true;
   try {
@@ -274,7 +275,7 @@ bool Execution::test() {
     }
     // After the last round: the node may still read this rank's memory (single copy).
     if (node_ != nullptr && !node_->finished()) {
-      if (timeout_ > 0 && clock_->stalled()) stalled();
+      if (timeout_ > 0 && !node_moved() && clock_->stalled()) stalled();
       return false;
     }
   } catch (...) {
@@ -286,6 +287,15 @@ bool Execution::test() {
   return true;
 }
 
+// Whether the node's gets copied something since the last look (AGX_TIMEOUT: progress,
+// the clock restarts).
+bool Execution::node_moved() {
+  if (node_ == nullptr || node_->steps() == node_steps_) return false;
+  node_steps_ = node_->steps();
+  clock_->restart();
+  return true;
+}
+
 bool Execution::post_deferred() {
   if (deferred_.empty()) return true;
   std::size_t kept = 0;
@@ -294,6 +304,7 @@ bool Execution::post_deferred() {
       deferred_[kept++] = t;
       continue;
     }
+    suspect_if_disagreed(*t);
     const std::size_t before = requests_.size();
     post_transfer(true, *t, 0, false);
     open_ += requests_.size() - before;  // (AGX_TIMEOUT's count of open requests)
@@ -349,7 +360,7 @@ bool Execution::poll() {
     // overlap the wire (AGX_TIMEOUT's polling as much as test()).
     const bool gets = node_ == nullptr || gets_done();
     if (open_ > 0 || !posted || !gets) {
-      if (timeout_ > 0 && clock_->stalled()) stalled();
+      if (timeout_ > 0 && !node_moved() && clock_->stalled()) stalled();
       return false;
     }
     end_round();
@@ -440,6 +451,16 @@ void Execution::mark_suspect(std::size_t receive) {
     for (int k = b.first; k < b.first + b.count; ++k) suspect_[static_cast<std::size_t>(k)] = 1;
 }
 
+// A node that found the ranks disagreeing on a block's size (NodeSegment::disagreement)
+// sends what it forwards from the segment one byte short from then on: the receivers on
+// other nodes fail with MPI_ERR_TRUNCATE too instead of taking stale bytes.
+void Execution::suspect_if_disagreed(const Transfer& t) {
+  if (!node_->disagreement()) return;
+  if (suspect_.empty()) suspect_.assign(static_cast<std::size_t>(layout_.nranks()), 0);
+  for (const BlockSpan& b : t.blocks)
+    for (int k = b.first; k < b.first + b.count; ++k) suspect_[static_cast<std::size_t>(k)] = 1;
+}
+
 bool Execution::carries_suspect(const Transfer& t) const {
   if (suspect_.empty()) return false;
   for (const BlockSpan& b : t.blocks)
@@ -492,8 +513,12 @@ void Execution::post_transfers(const Round& round, bool checksums) {
     for (std::size_t k = 0; k < transfers.size(); ++k) {
       const Transfer& t = transfers[k];
       // A send from the segment waits (in test()) until its blocks are there.
-      if (is_send && t.place == Place::segment && !node_->holds(t)) deferred_.push_back(&t);
-      else post_transfer(is_send, t, k, checksums);
+      if (is_send && t.place == Place::segment && !node_->holds(t)) {
+        deferred_.push_back(&t);
+        continue;
+      }
+      if (is_send && t.place == Place::segment) suspect_if_disagreed(t);
+      post_transfer(is_send, t, k, checksums);
     }
   }
 }

@@ -39,7 +39,9 @@ class NodeSegment {
   /// once their owners' flags show them (never waits); blocks of other nodes are there
   /// by then, received into the segment by this very rank in an earlier round (the
   /// validator checks that contract).
-  virtual bool holds(const Transfer& send) const = 0;
+  /// A local owner whose size of a block disagrees counts as holding it (disagree()):
+  /// the engine then sends it one byte short, so that the receivers fail too.
+  virtual bool holds(const Transfer& send) = 0;
   /// The receives into the segment of one of this rank's rounds are complete;
   /// `truncated`: one of this call's receives so far brought another size than planned
   /// (the ranks disagree on the counts), so blocks read from the segment may be short.
@@ -65,6 +67,9 @@ class NodeSegment {
   /// receive buffer keeps what it held) and the schedule went on, so that no rank is left
   /// waiting for this one; the engine throws it once every round is done.
   std::exception_ptr disagreement() const { return disagreement_; }
+  /// How many copies (or readers' flags) this call's gets and finished() have seen so
+  /// far: AGX_TIMEOUT's clock restarts when it moves.
+  std::uint64_t steps() const { return steps_; }
   /// For AGX_TIMEOUT's report, after the last round: what finished() waits for.
   virtual std::string finish_waiting_for() const { return ""; }
 
@@ -82,8 +87,11 @@ class NodeSegment {
     return true;
   }
 
+  void step() { ++steps_; }  ///< a get copied something (or a reader finished)
+
  private:
   Awaited awaited_;
+  std::uint64_t steps_ = 0;
   std::exception_ptr disagreement_;
 };
 

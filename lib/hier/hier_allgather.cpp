@@ -161,12 +161,15 @@ void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& la
   }
   EndToEnd check(ctx.comm(), ctx.rank(), buffers, layout, checks);  // the owner's CRC
   std::exception_ptr disagreement;
+  HierContext& h = hier_context(ctx);
+  h.rounds_done_with_error = false;
   try {
     run_path(ctx, a, buffers, layout);
-  } catch (const Error& e) {
-    // Disagreeing counts: every round was done, so the check still runs (no rank waits
-    // for this one's checksums), and its own failure, if any, comes first.
-    if (e.error_class() != MPI_ERR_TRUNCATE) throw;
+  } catch (const Error&) {
+    // Disagreeing counts found by the engine after every round: the check still runs (no
+    // rank waits for this one's checksums), and its own failure, if any, comes first.
+    // Any other error (also one before the rounds) is thrown at once.
+    if (!h.rounds_done_with_error) throw;
     disagreement = std::current_exception();
   }
   check.after();

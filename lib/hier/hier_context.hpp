@@ -18,7 +18,7 @@
 //                      progress mark: a reader whose counts disagree (an erroneous
 //                      program) fails with MPI_ERR_TRUNCATE instead of reading bytes
 //                      that were never written there
-//   slot[i].disagreed  leaders: last gen in which a receive into the segment brought
+//   slot[i].disagreed[gen & 1]  leaders: gen, where a receive into the segment brought
 //                      another size than planned, written before `ready`: the node's
 //                      readers of other nodes' blocks fail with MPI_ERR_TRUNCATE too
 //   slot[i].inline_data[gen & 1]   small calls (every block <= 504 B, one node): the
@@ -76,7 +76,7 @@ struct alignas(64) Slot {
   double probe_speed = 0;
   std::atomic<std::uint64_t> block_bytes[2] = {};
   std::atomic<std::uint64_t> block_offset[2] = {};
-  std::atomic<std::uint64_t> disagreed{0};  ///< leaders: last gen whose receives had another size
+  std::atomic<std::uint64_t> disagreed[2] = {};  ///< leaders: [gen & 1] = gen whose receives had another size
   alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)
   InlineBlock inline_data[2];
 };
@@ -237,6 +237,9 @@ class HierContext final : public NodeState {
   };
   std::map<std::pair<Algorithm, AlgorithmChoice>, NodePlan> node_schedules;
   NodePlan* last_plan = nullptr;  ///< the last one looked up, and its key
+  /// The last blocking node call threw after every round was done (run_node_schedule:
+  /// the ranks disagree on the counts); hier::run's end-to-end check then still runs.
+  bool rounds_done_with_error = false;
   std::pair<Algorithm, AlgorithmChoice> last_plan_key{};
   // Per-call scratch (no allocation on the hot path after the first call).
   std::vector<std::size_t> seg_offset, node_bytes, node_offset;

@@ -137,14 +137,22 @@ class StagedSegment final : public NodeSegment {
     return for_blocks(op, c, [&](int b, std::size_t& chunks) { return copy_block(b, chunks, mine, layout); });
   }
 
-  bool holds(const Transfer& send) const override {
+  bool holds(const Transfer& send) override {
     const Topology& t = h_.topo;
     for (const BlockSpan& span : send.blocks)
       for (int b = span.first; b < span.first + span.count; ++b) {
         if (b == t.rank || t.node_of[static_cast<std::size_t>(b)] != t.node) continue;
-        const std::uint64_t v = h_.slot(t.local_of[static_cast<std::size_t>(b)]).progress.load(std::memory_order_acquire);
-        const std::size_t chunks = chunk_count(bytes_[static_cast<std::size_t>(b)], chunk_);
-        if (v < progress_mark(gen_, chunks)) return false;  // (a later call's mark is larger)
+        const auto u = static_cast<std::size_t>(b);
+        const int j = t.local_of[u];
+        const std::uint64_t v = h_.slot(j).progress.load(std::memory_order_acquire);
+        if (v < progress_mark(gen_, 0)) return false;  // (a later call's mark is larger)
+        try {  // the owner's size and place of this call, once its flag shows it
+          check_block(h_, j, gen_, b, bytes_[u], offsets_[u]);
+        } catch (const Error&) {
+          disagree(std::current_exception());  // held: it goes one byte short
+          continue;
+        }
+        if (v < progress_mark(gen_, chunk_count(bytes_[u], chunk_))) return false;
       }
     return true;
   }
@@ -152,7 +160,7 @@ class StagedSegment final : public NodeSegment {
   void segment_round_done(bool truncated) override {
     // A leader that received another size than planned says so before its ready flag:
     // its node's readers of other nodes' blocks fail as it does (copy_block).
-    if (truncated) h_.own_slot().disagreed.store(gen_, std::memory_order_relaxed);
+    if (truncated) h_.own_slot().disagreed[gen_ & 1].store(gen_, std::memory_order_relaxed);
     if (++rounds_received_ == segment_rounds_) raise_ready();
   }
 
@@ -192,7 +200,13 @@ class StagedSegment final : public NodeSegment {
       const int j = t.local_of[static_cast<std::size_t>(b)];
       const std::atomic<std::uint64_t>& flag = h_.slot(j).progress;
       const std::uint64_t v = flag.load(std::memory_order_acquire);
-      if (v < progress_mark(gen_, 0)) return awaiting(flag, v);
+      if (v < progress_mark(gen_, 0)) {
+        if (other_path(h_, j, gen_)) {
+          done = chunks;
+          return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
+        }
+        return awaiting(flag, v);
+      }
       if ((v >> 32) == gen_) available = std::min<std::size_t>(chunks, v & 0xffffffffu);
       // The owner's size and place of this call, published before its first mark of it
       // (words a later call has overwritten since are not checked: publish_block).
@@ -210,7 +224,7 @@ class StagedSegment final : public NodeSegment {
         if (const std::uint64_t v = h_.slot(l).ready.load(std::memory_order_acquire); v < gen_)
           return awaiting(h_.slot(l).ready, v);
       for (int l = 0; l < h_.leaders; ++l)
-        if (h_.slot(l).disagreed.load(std::memory_order_relaxed) == gen_) {
+        if (h_.slot(l).disagreed[gen_ & 1].load(std::memory_order_relaxed) == gen_) {
           done = chunks;
           return disagree(std::make_exception_ptr(Error(
               MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: " + h_.local_name(l) +
@@ -224,6 +238,7 @@ class StagedSegment final : public NodeSegment {
       const std::size_t at = done * chunk_, len = std::min(chunk_, bytes - at);
       if (pieces_ != nullptr) scatter_pieces(pieces_of(*pieces_, b), at, src + at, len);
       else copy_bytes(dst + at, src + at, len);
+      step();
     }
     return done == chunks;
   }
@@ -269,13 +284,17 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
 
 namespace {
 
+void run_rounds(HierContext& h, Execution& e, NodeSegment& node);
+
 void run_blocking(HierContext& h, CommContext& ctx, Algorithm a, HierContext::NodePlan& plan,
                   const Buffers& buffers, const Layout& layout, NodeSegment& node) {
   const Schedule& schedule = plan.schedule;
   std::unique_ptr<Execution>& cached = plan.blocking;
   const int tag = ctx.next_tag();
   if (cached) {
-    cached->rebind(buffers, layout, tag, node);
+    std::unique_ptr<Execution> reused = std::move(cached);  // (dropped if rebind throws)
+    reused->rebind(buffers, layout, tag, node);
+    cached = std::move(reused);
   } else {
     Checks checks;
     checks.algorithm = to_string(a);
@@ -286,24 +305,39 @@ void run_blocking(HierContext& h, CommContext& ctx, Algorithm a, HierContext::No
   // A failed run leaves its execution abandoned: the next call makes a new one.
   std::unique_ptr<Execution> running = std::move(cached);
   Execution& e = *running;
+  h.rounds_done_with_error = false;
+  try {
+    run_rounds(h, e, node);
+  } catch (const Error& e2) {
+    // Every round done, the error thrown at the end (the ranks disagree on the counts):
+    // hier::run's end-to-end check may still run (no rank waits for this one's).
+    h.rounds_done_with_error = !running->failed() && e2.error_class() == MPI_ERR_TRUNCATE;
+    throw;
+  }
+  cached = std::move(running);
+}
+
+void run_rounds(HierContext& h, Execution& e, NodeSegment& node) {
   e.start();
   // The execution reports a stall itself (AGX_TIMEOUT); this wait paces the polls (spin,
   // then yield or, on an oversubscribed node, sleep on the node's futex). On one node,
-  // where no message needs the engine's progress, it polls the engine again only once
-  // the flag word the last poll waited for has moved: one load per spin (not under
+  // where no message needs the engine's progress, it polls the engine again once the
+  // flag word the last poll waited for has moved, or after 64 looks at it (a peer on
+  // another path never moves it: the poll finds that out): one load per spin (not under
   // AGX_TIMEOUT, whose clock the engine's polls keep).
   const bool watch = h.topo.nnodes == 1 && timeout_seconds() <= 0;
+  int looks = 0;
   wait_advancing(
       h,
       [&] {
-        if (watch) {
+        if (watch && ++looks < 64) {
           const NodeSegment::Awaited a = node.awaited();
           if (a.word != nullptr && a.word->load(std::memory_order_acquire) == a.seen) return false;
         }
+        looks = 0;
         return e.test();
       },
       [](double) {});
-  cached = std::move(running);
 }
 
 }  // namespace

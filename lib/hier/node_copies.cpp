@@ -72,6 +72,17 @@ void check_block(const HierContext& h, int j, std::uint64_t gen, int block, std:
                   (wrote == bytes ? " bytes at another place (earlier blocks differ)" : " bytes"));
 }
 
+bool other_path(const HierContext& h, int j, std::uint64_t gen) {
+  return h.slot(j).inline_data[gen & 1].seq.load(std::memory_order_acquire) >> bits == gen;
+}
+
+Error another_path(const HierContext& h, int j, std::uint64_t gen, int block) {
+  return Error(MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: " + h.local_name(j) +
+                                     ", the owner of block " + std::to_string(block) +
+                                     ", took another shared-memory path for call " +
+                                     std::to_string(gen) + " (its counts give it another)");
+}
+
 int waiting_block(const NodeOp& op, const GetCursor& c) {
   std::size_t index = 0;
   for (const BlockSpan& span : op.blocks) {
@@ -106,8 +117,16 @@ bool InlineCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
   return for_blocks(op, c, [&](int b, std::size_t&) {
     const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
     const InlineBlock& line = h_.slot(j).inline_data[gen_ & 1];
-    const std::uint64_t seen = line.seq.load(std::memory_order_acquire);
-    if ((seen >> bits) < gen_) return awaiting(line.seq, seen);
+    std::uint64_t seen = line.seq.load(std::memory_order_acquire);
+    if ((seen >> bits) < gen_) {
+      // An owner whose progress flag shows this call put its block another way (its
+      // counts give it another path): its flag line is not coming. (Read in this order:
+      // a flag-line write of this call comes before any later call's progress.)
+      if (h_.slot(j).progress.load(std::memory_order_acquire) < progress_mark(gen_, 0))
+        return awaiting(line.seq, seen);
+      seen = line.seq.load(std::memory_order_acquire);
+      if ((seen >> bits) < gen_) return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
+    }
     const std::size_t bytes = layout.bytes(b);
     if (const std::size_t wrote = seen & size_mask; wrote != bytes)
       return disagree(std::make_exception_ptr(Error(
@@ -116,6 +135,7 @@ bool InlineCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
                                 h_.local_name(j) + " wrote " + std::to_string(wrote) + " bytes")));
     if (bytes > 0 && pieces_ != nullptr) scatter_pieces(pieces_of(*pieces_, b), 0, line.bytes, bytes);
     else if (bytes > 0) copy_bytes(recv_at(mine, layout, b), line.bytes, bytes);
+    step();
     return true;
   });
 }
@@ -147,7 +167,7 @@ void SingleCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layo
   Slot& own = h_.own_slot();
   own.address.store(reinterpret_cast<std::uintptr_t>(own_source(mine, layout, me)),
                     std::memory_order_relaxed);
-  publish_block(own, gen_, layout.bytes(me), 0);
+  publish_block(own, gen_, layout.bytes(me), single_copy_place);
   own.progress.store(progress_mark(gen_, 1), std::memory_order_release);
   h_.notify();
 }
@@ -159,13 +179,17 @@ bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
     if (left == 0) return true;
     const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
     const Slot& s = h_.slot(j);
-    if (const std::uint64_t v = s.progress.load(std::memory_order_acquire); v < progress_mark(gen_, 1))
+    const std::uint64_t v = s.progress.load(std::memory_order_acquire);
+    if (v < progress_mark(gen_, 0)) {
+      if (other_path(h_, j, gen_)) return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
       return awaiting(s.progress, v);
-    try {
-      check_block(h_, j, gen_, b, left, any_offset);
+    }
+    try {  // (a staged owner published its place in the segment: another path)
+      check_block(h_, j, gen_, b, left, single_copy_place);
     } catch (const Error&) {
       return disagree(std::current_exception());
     }
+    if (v < progress_mark(gen_, 1)) return awaiting(s.progress, v);
     auto* src = reinterpret_cast<std::byte*>(s.address.load(std::memory_order_relaxed));
     std::byte* dst = recv_at(mine, layout, b);
     while (left > 0) {
@@ -178,6 +202,7 @@ bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
       src += got;
       left -= static_cast<std::size_t>(got);
     }
+    step();
     return true;
   });
 }
@@ -187,7 +212,7 @@ void SingleCopies::finish() { h_.finish_call(gen_); }
 bool SingleCopies::finished() {
   // This rank's buffer is read by its peers: it stays the call's until all are done.
   const int n = h_.topo.local_size();
-  for (; readers_done_ < n; ++readers_done_)
+  for (; readers_done_ < n; ++readers_done_, step())
     if (const std::uint64_t v = h_.slot(readers_done_).done.load(std::memory_order_acquire); v < gen_)
       return awaiting(h_.slot(readers_done_).done, v);
   h_.mark_synced(gen_);

@@ -24,6 +24,7 @@
 // copy, pieces too for the flag lines (hier/block_pieces.hpp).
 
 #include <agx/bytes.hpp>
+#include <agx/error.hpp>
 
 #include "core/message.hpp"
 #include "core/node_segment.hpp"
@@ -54,7 +55,7 @@ class InlineCopies final : public NodeSegment {
   const Layout& segment_layout() const override { return no_layout_; }
   void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
-  bool holds(const Transfer&) const override { return true; }
+  bool holds(const Transfer&) override { return true; }
   void segment_round_done(bool) override {}
   void finish() override;
   std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
@@ -74,7 +75,7 @@ class SingleCopies final : public NodeSegment {
   const Layout& segment_layout() const override { return no_layout_; }
   void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
-  bool holds(const Transfer&) const override { return true; }
+  bool holds(const Transfer&) override { return true; }
   void segment_round_done(bool) override {}
   void finish() override;
   bool finished() override;
@@ -110,6 +111,16 @@ bool for_blocks(const NodeOp& op, GetCursor& c, F f) {
   }
   return true;
 }
+
+/// Whether local rank j wrote its flag line for call `gen` (a blocking call that took the
+/// flag-line copies; also direct write's exchange): a reader on another path, whose
+/// counts give it another path, then fails instead of waiting for a word j never writes.
+bool other_path(const HierContext& h, int j, std::uint64_t gen);
+/// The MPI_ERR_TRUNCATE of a reader whose block `block`'s owner j took another path.
+Error another_path(const HierContext& h, int j, std::uint64_t gen, int block);
+/// The place single copy publishes for its block (no place in the segment): a staged
+/// reader of it, or a single-copy reader of a staged owner, sees a disagreement.
+constexpr std::uint64_t single_copy_place = (std::uint64_t{1} << 40) - 1;
 
 /// The block a get waits for (cursor `c` of `op`); -1 when the get is complete.
 int waiting_block(const NodeOp& op, const GetCursor& c);

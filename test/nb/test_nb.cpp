@@ -363,8 +363,10 @@ void plan_disagreeing_counts() {
   }
 }
 
-// The node path (shared_memory, or hierarchical where the ranks span nodes) with rank 0's
-// own block one element short where the others expect it whole: every rank but 0 fails
+// The node path (shared_memory, or hierarchical where the ranks span nodes) with one rank's
+// own block one element short where the others expect it whole (rank 0, the last rank and
+// rank 1: a leader and, on the multi-node placements, a rank behind one, whose leader
+// finds it when it forwards the block and sends it on one byte short): every other rank fails
 // with MPI_ERR_TRUNCATE, which its get finds in the owner's size of the block (or under
 // AGX_INTEGRITY MPI_ERR_OTHER, where the check finds the skipped block's CRC wrong first),
 // blocking and nonblocking, blocks in the flag lines (6 elements) and staged (2048).
@@ -379,13 +381,16 @@ void node_disagreeing_counts(agx::Algorithm node_path) {
   const char* integrity = std::getenv("AGX_INTEGRITY");
   const bool crc = integrity != nullptr && std::strcmp(integrity, "1") == 0;
   unsigned salt = 900;
+  std::vector<int> shorts{0, n - 1, 1};
+  shorts.erase(std::unique(shorts.begin(), shorts.end()), shorts.end());
+  for (const int short_rank : shorts)
   for (const int c : {6, 2048})
     for (const bool nonblocking : {false, true}) {
       MPI_Comm comm = MPI_COMM_NULL;
       MPI_Comm_dup(MPI_COMM_WORLD, &comm);
       std::vector<int> counts(static_cast<std::size_t>(n), c), displs(static_cast<std::size_t>(n));
       for (int r = 0; r < n; ++r) displs[static_cast<std::size_t>(r)] = r * c;
-      if (rank == 0) counts[0] = c - 1;
+      if (rank == short_rank) counts[static_cast<std::size_t>(short_rank)] = c - 1;
       const auto send = block(salt, rank, static_cast<std::size_t>(counts[static_cast<std::size_t>(rank)]));
       Guarded recv(static_cast<std::size_t>(n * c));
       agx::Allgather<std::uint32_t> g(comm, {node_path});
@@ -394,8 +399,8 @@ void node_disagreeing_counts(agx::Algorithm node_path) {
         const auto mine = block(salt, rank, static_cast<std::size_t>(c));
         g.v(std::span<const std::uint32_t>(mine), std::span(recv.data(), recv.size()), right, displs);
       }
-      const std::string what = std::string(agx::to_string(node_path)) + " with disagreeing counts, " +
-                               std::to_string(c) + " elements, " +
+      const std::string what = std::string(agx::to_string(node_path)) + " with disagreeing counts (rank " +
+                               std::to_string(short_rank) + " short), " + std::to_string(c) + " elements, " +
                                (nonblocking ? "nonblocking" : "blocking");
       int cls = MPI_SUCCESS;
       try {
@@ -410,10 +415,10 @@ void node_disagreeing_counts(agx::Algorithm node_path) {
         cls = e.error_class();
       }
       const bool told = cls == MPI_ERR_TRUNCATE || (crc && cls == MPI_ERR_OTHER);
-      if (rank != 0 && !told)
+      if (rank != short_rank && !told)
         fail(what + ": error class " + std::to_string(cls) + " on a rank that got a short block");
-      else if (rank == 0 && cls != MPI_SUCCESS && !told)
-        fail(what + ": error class " + std::to_string(cls) + " on rank 0");
+      else if (rank == short_rank && cls != MPI_SUCCESS && !told)
+        fail(what + ": error class " + std::to_string(cls) + " on the short rank");
       // The communicator goes on: a right call after the failed one.
       const std::vector<int> right(static_cast<std::size_t>(n), c);
       const auto again = block(salt + 50, rank, static_cast<std::size_t>(c));
@@ -423,6 +428,50 @@ void node_disagreeing_counts(agx::Algorithm node_path) {
       MPI_Comm_free(&comm);
       ++salt;
     }
+}
+
+// Counts that give the ranks different copies of one blocking call on one node: rank 0
+// sees every block at 100 elements (400 B: the flag lines), the others see rank 1's at 200
+// (800 B: staged through the segment). Each waits on a word the other never writes; the
+// get finds the owner's other path instead: MPI_ERR_TRUNCATE on every rank, no hang, and
+// the communicator serves a right call afterwards. (Where the staged side's call would
+// have to grow the segment first, the ranks wait in the growth instead, a collective
+// step: AGX_TIMEOUT names it. The test grows the segment beforehand.)
+void node_path_disagreement() {
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (n < 2 || !served({agx::Algorithm::shared_memory})) return;
+  const char* integrity = std::getenv("AGX_INTEGRITY");
+  const bool crc = integrity != nullptr && std::strcmp(integrity, "1") == 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const int c = 100, big = 200;
+  std::vector<int> counts(static_cast<std::size_t>(n), c), displs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) displs[static_cast<std::size_t>(r)] = r * big;
+  Guarded recv(static_cast<std::size_t>(n * big));
+  agx::Allgather<std::uint32_t> g(comm, {agx::Algorithm::shared_memory});
+  // A right staged call first, so that the segment holds the staged side's call (a
+  // growth is collective: ranks that disagree on it wait there, which AGX_TIMEOUT reports).
+  const std::vector<int> bigs(static_cast<std::size_t>(n), big);
+  g.v(std::span<const std::uint32_t>(block(950, rank, big)), std::span(recv.data(), recv.size()), bigs, displs);
+  if (rank != 0) counts[1] = big;
+  const auto send = block(951, rank, static_cast<std::size_t>(counts[static_cast<std::size_t>(rank)]));
+  int cls = MPI_SUCCESS;
+  try {
+    g.v(std::span<const std::uint32_t>(send), std::span(recv.data(), recv.size()), counts, displs);
+  } catch (const agx::Error& e) {
+    cls = e.error_class();
+  }
+  if (cls != MPI_ERR_TRUNCATE && !(crc && cls == MPI_ERR_OTHER))
+    fail("shared_memory, flag lines on rank 0 against staged elsewhere: error class " +
+         std::to_string(cls));
+  const std::vector<int> right(static_cast<std::size_t>(n), c);
+  Guarded after(static_cast<std::size_t>(n * big));
+  g.v(std::span<const std::uint32_t>(block(952, rank, c)), std::span(after.data(), after.size()), right, displs);
+  check_v(after, 952, right, displs, "shared_memory, the call after a path disagreement");
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&comm);
 }
 
 }  // namespace
@@ -477,6 +526,7 @@ int main(int argc, char** argv) {
                                         })
                                 ? agx::Algorithm::shared_memory
                                 : agx::Algorithm::hierarchical);
+    node_path_disagreement();
   } catch (const agx::Error& e) {
     fail(std::string("agx::Error: ") + e.what());
   }

@@ -181,7 +181,7 @@ bool SimNodeSegment::try_get(const NodeOp& op, GetCursor& cursor, const Buffers&
   return true;
 }
 
-bool SimNodeSegment::holds(const Transfer& send) const {
+bool SimNodeSegment::holds(const Transfer& send) {
   NodeState& s = nodes_.state();
   const auto it = planned_of_.find(&send);
   const Transfer& t = it != planned_of_.end() ? *it->second : send;

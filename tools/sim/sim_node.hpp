@@ -91,7 +91,7 @@ class SimNodeSegment final : public NodeSegment {
   const Layout& segment_layout() const override { return seg_layout_; }
   void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
   bool try_get(const NodeOp& op, GetCursor& cursor, const Buffers& mine, const Layout& layout) override;
-  bool holds(const Transfer& send) const override;
+  bool holds(const Transfer& send) override;
   void segment_round_done(bool truncated) override;
   void finish() override {}
   std::string waiting_for(const NodeOp&, const GetCursor&) const override { return "simulated flags"; }
