@@ -235,8 +235,15 @@ void Execution::start() {
   try {
     if (round_checks_ && hooks_ != nullptr) hooks_->own_needed(layout_.bytes(schedule_.rank));
     if (round_checks_) round_checks_->start();
-    if (!schedule_.rounds.empty()) post_round();
-    else if (node_ != nullptr) node_->finish();
+    if (!schedule_.rounds.empty()) {
+      post_round();
+      // A node round of puts only (a node schedule's first) is complete once posted.
+      while (node_ != nullptr && round_ < schedule_.rounds.size() && requests_.empty() &&
+             deferred_.empty() && cursors_.empty())
+        end_round();
+    } else if (node_ != nullptr) {
+      node_->finish();
+    }
   } catch (...) {
     abandon();
     throw;

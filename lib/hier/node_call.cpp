@@ -201,7 +201,7 @@ class StagedSegment final : public NodeSegment {
       const std::atomic<std::uint64_t>& flag = h_.slot(j).progress;
       const std::uint64_t v = flag.load(std::memory_order_acquire);
       if (v < progress_mark(gen_, 0)) {
-        if (other_path(h_, j, gen_)) {
+        if (++misses_ >= patience && other_path(h_, j, gen_)) {
           done = chunks;
           return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
         }
@@ -255,6 +255,7 @@ class StagedSegment final : public NodeSegment {
   Buffers seg_buffers_{};
   std::byte* base_ = nullptr;
   std::size_t segment_rounds_ = 0, rounds_received_ = 0;
+  int misses_ = 0;  // polls that found a local block not put yet (patience, node_copies.hpp)
   HierContext::RegionClaim claim_;
   bool claimed_ = false;
 };

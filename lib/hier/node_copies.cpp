@@ -121,8 +121,10 @@ bool InlineCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
     if ((seen >> bits) < gen_) {
       // An owner whose progress flag shows this call put its block another way (its
       // counts give it another path): its flag line is not coming. (Read in this order:
-      // a flag-line write of this call comes before any later call's progress.)
-      if (h_.slot(j).progress.load(std::memory_order_acquire) < progress_mark(gen_, 0))
+      // a flag-line write of this call comes before any later call's progress.) Looked
+      // at only after some polls: that line is the owner's busiest, and a look costs a
+      // cache miss the usual call does not pay.
+      if (++misses_ < patience || h_.slot(j).progress.load(std::memory_order_acquire) < progress_mark(gen_, 0))
         return awaiting(line.seq, seen);
       seen = line.seq.load(std::memory_order_acquire);
       if ((seen >> bits) < gen_) return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
@@ -181,7 +183,8 @@ bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
     const Slot& s = h_.slot(j);
     const std::uint64_t v = s.progress.load(std::memory_order_acquire);
     if (v < progress_mark(gen_, 0)) {
-      if (other_path(h_, j, gen_)) return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
+      if (++misses_ >= patience && other_path(h_, j, gen_))
+        return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
       return awaiting(s.progress, v);
     }
     try {  // (a staged owner published its place in the segment: another path)

@@ -64,6 +64,7 @@ class InlineCopies final : public NodeSegment {
   HierContext& h_;
   std::uint64_t gen_;
   const BlockPieces* pieces_;
+  int misses_ = 0;  // polls that found a block not there yet (patience)
   Buffers none_{};
   Layout no_layout_;
 };
@@ -86,6 +87,7 @@ class SingleCopies final : public NodeSegment {
   HierContext& h_;
   std::uint64_t gen_;
   int readers_done_ = 0;  // local ranks whose done flag shows this call (finished())
+  int misses_ = 0;        // polls that found a block's address not there yet (patience)
   Buffers none_{};
   Layout no_layout_;
 };
@@ -121,6 +123,9 @@ Error another_path(const HierContext& h, int j, std::uint64_t gen, int block);
 /// The place single copy publishes for its block (no place in the segment): a staged
 /// reader of it, or a single-copy reader of a staged owner, sees a disagreement.
 constexpr std::uint64_t single_copy_place = (std::uint64_t{1} << 40) - 1;
+
+/// Polls of a get before it looks whether the owner took another path (other_path).
+constexpr int patience = 16;
 
 /// The block a get waits for (cursor `c` of `op`); -1 when the get is complete.
 int waiting_block(const NodeOp& op, const GetCursor& c);
