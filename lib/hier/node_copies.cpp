@@ -95,9 +95,6 @@ int waiting_block(const NodeOp& op, const GetCursor& c) {
 
 // --- flag lines -----------------------------------------------------------------------
 
-InlineCopies::InlineCopies(HierContext& h, const BlockPieces* pieces)
-    : h_(h), gen_(h.next_gen()), pieces_(pieces) {}
-
 void InlineCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
   const int me = h_.topo.rank;
   own_only(op, me, "the flag-line copies");
@@ -160,8 +157,6 @@ std::string InlineCopies::waiting_for(const NodeOp& op, const GetCursor& c) cons
 }
 
 // --- single copy ----------------------------------------------------------------------
-
-SingleCopies::SingleCopies(HierContext& h) : h_(h), gen_(h.next_gen()) {}
 
 void SingleCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
   const int me = h_.topo.rank;

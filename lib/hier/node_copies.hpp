@@ -48,48 +48,50 @@ constexpr std::uint64_t any_offset = ~std::uint64_t{0};
 void check_block(const HierContext& h, int j, std::uint64_t gen, int block, std::size_t bytes,
                  std::uint64_t offset);
 
-class InlineCopies final : public NodeSegment {
+/// What the flag-line and single-copy copies share: one node, no segment (no message
+/// touches it, no send waits for it), the call's generation.
+class OneNodeCopies : public NodeSegment {
  public:
-  InlineCopies(HierContext& h, const BlockPieces* pieces);
+  explicit OneNodeCopies(HierContext& h) : h_(h), gen_(h.next_gen()) {}
   const Buffers& segment_buffers() const override { return none_; }
   const Layout& segment_layout() const override { return no_layout_; }
-  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
-  bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
   bool holds(const Transfer&) override { return true; }
   void segment_round_done(bool) override {}
-  void finish() override;
-  std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
 
- private:
+ protected:
   HierContext& h_;
   std::uint64_t gen_;
-  const BlockPieces* pieces_;
   int misses_ = 0;  // polls that found a block not there yet (patience)
+
+ private:
   Buffers none_{};
   Layout no_layout_;
 };
 
-class SingleCopies final : public NodeSegment {
+class InlineCopies final : public OneNodeCopies {
  public:
-  explicit SingleCopies(HierContext& h);
-  const Buffers& segment_buffers() const override { return none_; }
-  const Layout& segment_layout() const override { return no_layout_; }
+  InlineCopies(HierContext& h, const BlockPieces* pieces) : OneNodeCopies(h), pieces_(pieces) {}
   void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
-  bool holds(const Transfer&) override { return true; }
-  void segment_round_done(bool) override {}
+  void finish() override;
+  std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
+
+ private:
+  const BlockPieces* pieces_;
+};
+
+class SingleCopies final : public OneNodeCopies {
+ public:
+  using OneNodeCopies::OneNodeCopies;
+  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
+  bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
   void finish() override;
   bool finished() override;
   std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
   std::string finish_waiting_for() const override;
 
  private:
-  HierContext& h_;
-  std::uint64_t gen_;
   int readers_done_ = 0;  // local ranks whose done flag shows this call (finished())
-  int misses_ = 0;        // polls that found a block's address not there yet (patience)
-  Buffers none_{};
-  Layout no_layout_;
 };
 
 /// Calls f(block, chunks) for each block of `op` from cursor `c` on (chunks: the

@@ -318,6 +318,12 @@ void outlive_comm_free() {
   }
 }
 
+// Whether AGX_INTEGRITY is on (a disagreement may then show as a wrong CRC first).
+bool integrity_on() {
+  const char* integrity = std::getenv("AGX_INTEGRITY");
+  return integrity != nullptr && std::strcmp(integrity, "1") == 0;
+}
+
 // Rank 0 plans its own block one element short, the others expect it whole (a plan_v
 // whose counts disagree). Every rank but 0 gets block 0 short, from rank 0 or forwarded
 // (the engine forwards a wrong-sized block one byte short): MPI_ERR_TRUNCATE there, or
@@ -329,8 +335,7 @@ void plan_disagreeing_counts() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   if (n < 2) return;
-  const char* integrity = std::getenv("AGX_INTEGRITY");
-  const bool crc = integrity != nullptr && std::strcmp(integrity, "1") == 0;
+  const bool crc = integrity_on();
   const int c = 6;
   unsigned salt = 700;
   for (const agx::AlgorithmChoice& a : p2p) {
@@ -378,8 +383,7 @@ void node_disagreeing_counts(agx::Algorithm node_path) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   if (n < 2) return;
-  const char* integrity = std::getenv("AGX_INTEGRITY");
-  const bool crc = integrity != nullptr && std::strcmp(integrity, "1") == 0;
+  const bool crc = integrity_on();
   unsigned salt = 900;
   std::vector<int> shorts{0, n - 1, 1};
   shorts.erase(std::unique(shorts.begin(), shorts.end()), shorts.end());
@@ -442,8 +446,7 @@ void node_path_disagreement() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   if (n < 2 || !served({agx::Algorithm::shared_memory})) return;
-  const char* integrity = std::getenv("AGX_INTEGRITY");
-  const bool crc = integrity != nullptr && std::strcmp(integrity, "1") == 0;
+  const bool crc = integrity_on();
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   const int c = 100, big = 200;
