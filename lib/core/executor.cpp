@@ -3,9 +3,9 @@
 #include "core/comm_context.hpp"
 #include "core/copy.hpp"
 #include "core/mpi_check.hpp"
+#include "core/spin.hpp"
 
 #include <agx/error.hpp>
-#include "core/spin.hpp"
 
 #include <cstring>
 #include <exception>
@@ -452,9 +452,12 @@ void Execution::record_wrong_size(std::size_t receive, int source, int got) {
 // with MPI_ERR_TRUNCATE instead of returning stale bytes as success.
 void Execution::mark_suspect(std::size_t receive) {
   const Transfer* t = receive < recv_transfers_.size() ? recv_transfers_[receive] : nullptr;
-  if (t == nullptr) return;
+  if (t != nullptr) suspect_blocks(*t);
+}
+
+void Execution::suspect_blocks(const Transfer& t) {
   if (suspect_.empty()) suspect_.assign(static_cast<std::size_t>(layout_.nranks()), 0);
-  for (const BlockSpan& b : t->blocks)
+  for (const BlockSpan& b : t.blocks)
     for (int k = b.first; k < b.first + b.count; ++k) suspect_[static_cast<std::size_t>(k)] = 1;
 }
 
@@ -462,10 +465,7 @@ void Execution::mark_suspect(std::size_t receive) {
 // sends what it forwards from the segment one byte short from then on: the receivers on
 // other nodes fail with MPI_ERR_TRUNCATE too instead of taking stale bytes.
 void Execution::suspect_if_disagreed(const Transfer& t) {
-  if (!node_->disagreement()) return;
-  if (suspect_.empty()) suspect_.assign(static_cast<std::size_t>(layout_.nranks()), 0);
-  for (const BlockSpan& b : t.blocks)
-    for (int k = b.first; k < b.first + b.count; ++k) suspect_[static_cast<std::size_t>(k)] = 1;
+  if (node_->disagreement()) suspect_blocks(t);
 }
 
 bool Execution::carries_suspect(const Transfer& t) const {

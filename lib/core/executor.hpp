@@ -187,6 +187,7 @@ class Execution {
   void record_wrong_size(std::size_t receive, int source, int got);
   std::vector<MPI_Status> done_statuses_;  // AGX_TIMEOUT: of the requests test_some completed
   bool carries_suspect(const Transfer& t) const;
+  void suspect_blocks(const Transfer& t);  // its blocks go one byte short from now on
   void suspect_if_disagreed(const Transfer& t);  // a segment send after a node's disagreement
   bool node_moved();  // AGX_TIMEOUT: the node's gets copied something since the last look
   std::uint64_t node_steps_ = 0;

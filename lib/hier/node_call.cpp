@@ -146,10 +146,9 @@ class StagedSegment final : public NodeSegment {
         const int j = t.local_of[u];
         const std::uint64_t v = h_.slot(j).progress.load(std::memory_order_acquire);
         if (v < progress_mark(gen_, 0)) return false;  // (a later call's mark is larger)
-        try {  // the owner's size and place of this call, once its flag shows it
-          check_block(h_, j, gen_, b, bytes_[u], offsets_[u]);
-        } catch (const Error&) {
-          disagree(std::current_exception());  // held: it goes one byte short
+        // The owner's size and place of this call, once its flag shows it.
+        if (std::exception_ptr e = block_disagreement(h_, j, gen_, b, bytes_[u], offsets_[u])) {
+          disagree(std::move(e));  // held: it goes one byte short
           continue;
         }
         if (v < progress_mark(gen_, chunk_count(bytes_[u], chunk_))) return false;
@@ -211,11 +210,9 @@ class StagedSegment final : public NodeSegment {
       // The owner's size and place of this call, published before its first mark of it
       // (words a later call has overwritten since are not checked: publish_block).
       if (done == 0) {
-        try {
-          check_block(h_, j, gen_, b, bytes, offsets_[static_cast<std::size_t>(b)]);
-        } catch (const Error&) {
+        if (std::exception_ptr e = block_disagreement(h_, j, gen_, b, bytes, offsets_[static_cast<std::size_t>(b)])) {
           done = chunks;  // nothing of it is copied
-          return disagree(std::current_exception());
+          return disagree(std::move(e));
         }
       }
       if (available < chunks) awaiting(flag, v);  // (copies what is there first)
@@ -285,39 +282,6 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
 
 namespace {
 
-void run_rounds(HierContext& h, Execution& e, NodeSegment& node);
-
-void run_blocking(HierContext& h, CommContext& ctx, Algorithm a, HierContext::NodePlan& plan,
-                  const Buffers& buffers, const Layout& layout, NodeSegment& node) {
-  const Schedule& schedule = plan.schedule;
-  std::unique_ptr<Execution>& cached = plan.blocking;
-  const int tag = ctx.next_tag();
-  if (cached) {
-    std::unique_ptr<Execution> reused = std::move(cached);  // (dropped if rebind throws)
-    reused->rebind(buffers, layout, tag, node);
-    cached = std::move(reused);
-  } else {
-    Checks checks;
-    checks.algorithm = to_string(a);
-    checks.stage = "node schedule";
-    cached = std::make_unique<Execution>(schedule, buffers, layout, ctx.comm(), tag,
-                                         config().max_message_bytes, node, checks);
-  }
-  // A failed run leaves its execution abandoned: the next call makes a new one.
-  std::unique_ptr<Execution> running = std::move(cached);
-  Execution& e = *running;
-  h.rounds_done_with_error = false;
-  try {
-    run_rounds(h, e, node);
-  } catch (const Error& e2) {
-    // Every round done, the error thrown at the end (the ranks disagree on the counts):
-    // hier::run's end-to-end check may still run (no rank waits for this one's).
-    h.rounds_done_with_error = !running->failed() && e2.error_class() == MPI_ERR_TRUNCATE;
-    throw;
-  }
-  cached = std::move(running);
-}
-
 void run_rounds(HierContext& h, Execution& e, NodeSegment& node) {
   e.start();
   // The execution reports a stall itself (AGX_TIMEOUT); this wait paces the polls (spin,
@@ -339,6 +303,33 @@ void run_rounds(HierContext& h, Execution& e, NodeSegment& node) {
         return e.test();
       },
       [](double) {});
+}
+
+// The plan's execution goes back to it only after a clean run: a failed one (or a failed
+// rebind) is dropped, and the next call makes a new one.
+void run_blocking(HierContext& h, CommContext& ctx, Algorithm a, HierContext::NodePlan& plan,
+                  const Buffers& buffers, const Layout& layout, NodeSegment& node) {
+  std::unique_ptr<Execution> e = std::move(plan.blocking);
+  const int tag = ctx.next_tag();
+  if (e) {
+    e->rebind(buffers, layout, tag, node);
+  } else {
+    Checks checks;
+    checks.algorithm = to_string(a);
+    checks.stage = "node schedule";
+    e = std::make_unique<Execution>(plan.schedule, buffers, layout, ctx.comm(), tag,
+                                    config().max_message_bytes, node, checks);
+  }
+  h.rounds_done_with_error = false;
+  try {
+    run_rounds(h, *e, node);
+  } catch (const Error& error) {
+    // Every round done, the error thrown at the end (the ranks disagree on the counts):
+    // hier::run's end-to-end check may still run (no rank waits for this one's).
+    h.rounds_done_with_error = !e->failed() && error.error_class() == MPI_ERR_TRUNCATE;
+    throw;
+  }
+  plan.blocking = std::move(e);
 }
 
 }  // namespace
@@ -483,7 +474,7 @@ bool test_node_call(NodeCall& call) {
   } catch (const Error& e) {
     // Disagreeing counts end the rounds with every rank's part done: the check still
     // runs, so that no rank waits for this one's checksums.
-    if (e.error_class() != MPI_ERR_TRUNCATE || !call.check) throw;
+    if (call.execution->failed() || e.error_class() != MPI_ERR_TRUNCATE || !call.check) throw;
     call.disagreement = std::current_exception();
   }
   if (!call.check) return true;

@@ -36,10 +36,6 @@ void own_only(const NodeOp& op, int me, const char* copies) {
                                       " put another rank's block (a schedule for several nodes?)");
 }
 
-}  // namespace
-
-namespace {
-
 constexpr unsigned value_bits = 40;
 constexpr std::uint64_t value_mask = (std::uint64_t{1} << value_bits) - 1;
 constexpr std::uint64_t gen_mask = (std::uint64_t{1} << (64 - value_bits)) - 1;
@@ -55,21 +51,20 @@ void publish_block(Slot& own, std::uint64_t gen, std::size_t bytes, std::uint64_
   own.block_offset[gen & 1].store(tagged(gen, offset), std::memory_order_relaxed);
 }
 
-void check_block(const HierContext& h, int j, std::uint64_t gen, int block, std::size_t bytes,
-                 std::uint64_t offset) {
+std::exception_ptr block_disagreement(const HierContext& h, int j, std::uint64_t gen, int block,
+                                      std::size_t bytes, std::uint64_t offset) {
   const Slot& s = h.slot(j);
   const std::uint64_t size_word = s.block_bytes[gen & 1].load(std::memory_order_relaxed);
   const std::uint64_t place_word = s.block_offset[gen & 1].load(std::memory_order_relaxed);
   const bool size_ok = size_word >> value_bits != (gen & gen_mask) || size_word == tagged(gen, bytes);
-  const bool place_ok = offset == any_offset || place_word >> value_bits != (gen & gen_mask) ||
-                        place_word == tagged(gen, offset);
-  if (size_ok && place_ok) return;
+  const bool place_ok = place_word >> value_bits != (gen & gen_mask) || place_word == tagged(gen, offset);
+  if (size_ok && place_ok) return nullptr;
   const std::uint64_t wrote = size_word & value_mask;
-  throw Error(MPI_ERR_TRUNCATE,
+  return std::make_exception_ptr(Error(MPI_ERR_TRUNCATE,
               "agx: the ranks disagree on the counts: block " + std::to_string(block) +
                   " holds " + std::to_string(bytes) + " bytes here, its owner " +
                   h.local_name(j) + " wrote " + std::to_string(wrote) +
-                  (wrote == bytes ? " bytes at another place (earlier blocks differ)" : " bytes"));
+                  (wrote == bytes ? " bytes at another place (earlier blocks differ)" : " bytes")));
 }
 
 bool other_path(const HierContext& h, int j, std::uint64_t gen) {
@@ -182,11 +177,9 @@ bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
         return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
       return awaiting(s.progress, v);
     }
-    try {  // (a staged owner published its place in the segment: another path)
-      check_block(h_, j, gen_, b, left, single_copy_place);
-    } catch (const Error&) {
-      return disagree(std::current_exception());
-    }
+    // (a staged owner published its place in the segment: another path)
+    if (std::exception_ptr e = block_disagreement(h_, j, gen_, b, left, single_copy_place))
+      return disagree(std::move(e));
     if (v < progress_mark(gen_, 1)) return awaiting(s.progress, v);
     auto* src = reinterpret_cast<std::byte*>(s.address.load(std::memory_order_relaxed));
     std::byte* dst = recv_at(mine, layout, b);

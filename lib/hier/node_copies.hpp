@@ -31,6 +31,7 @@
 #include "hier/hier_context.hpp"
 
 #include <cstdint>
+#include <exception>
 
 namespace agx::hier {
 
@@ -40,13 +41,12 @@ namespace agx::hier {
 /// reader never takes a later call's words for this one's.
 void publish_block(Slot& own, std::uint64_t gen, std::size_t bytes, std::uint64_t offset);
 
-/// MPI_ERR_TRUNCATE when local rank j published its block of call `gen` with another size
-/// than `bytes` (block `block`), or (offset != any_offset) at another place in the
-/// segment: the ranks gave different counts. Read after j's flag showed the call; words
-/// a later call of j's has overwritten already are not checked.
-constexpr std::uint64_t any_offset = ~std::uint64_t{0};
-void check_block(const HierContext& h, int j, std::uint64_t gen, int block, std::size_t bytes,
-                 std::uint64_t offset);
+/// The MPI_ERR_TRUNCATE of a reader when local rank j published its block of call `gen`
+/// with another size than `bytes` (block `block`) or at another place than `offset`: the
+/// ranks gave different counts; null when they agree. Read after j's flag showed the
+/// call; words a later call of j's has overwritten already are not checked.
+std::exception_ptr block_disagreement(const HierContext& h, int j, std::uint64_t gen, int block,
+                                      std::size_t bytes, std::uint64_t offset);
 
 /// What the flag-line and single-copy copies share: one node, no segment (no message
 /// touches it, no send waits for it), the call's generation.
