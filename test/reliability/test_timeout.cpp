@@ -15,8 +15,8 @@
 //                    MPI_Allgather under the interposer returns MPI_ERR_OTHER through
 //                    MPI_ERRORS_RETURN); afterwards agx works on a new communicator
 // --mpi calls MPI_Allgather (run it with LD_PRELOAD=libagx_pmpi.so) instead of the C++ API.
-// start-sleep (with AGX_INTEGRITY): rank R does not skip the call but starts it, then
-// sleeps for --sleep seconds before waiting. Its block is in the segment from the start,
+// start-sleep (with AGX_INTEGRITY): rank R does not skip the call but starts it (before
+// the others, which wait for its word), then sleeps for --sleep seconds before waiting. Its block is in the segment from the start,
 // so the others finish the rounds and then wait for its checksum, which it sends only
 // once its own rounds are done: that wait must time out (the end-to-end check's stage);
 // rank R's own wait afterwards must not hang.
@@ -67,8 +67,17 @@ int call(MPI_Comm comm, const std::string& how, std::vector<int>& all, agx::Plan
       agx::Request r = gather.start(send, all);
       r.wait();
     } else if (how == "start-sleep") {
+      // Rank R starts first (the others wait for its word): had it started last, its
+      // start could find every block there and do the whole call, checksum included.
+      constexpr int started_tag = 4711;
+      char word = 1;
+      if (rank != skip) MPI_Recv(&word, 1, MPI_CHAR, skip, started_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       agx::Request r = gather.start(send, all);
-      if (rank == skip) std::this_thread::sleep_for(std::chrono::seconds(sleep_seconds));
+      if (rank == skip) {
+        for (int peer = 0; peer < n; ++peer)
+          if (peer != skip) MPI_Send(&word, 1, MPI_CHAR, peer, started_tag, MPI_COMM_WORLD);
+        std::this_thread::sleep_for(std::chrono::seconds(sleep_seconds));
+      }
       r.wait();
     } else if (how == "start-test") {
       agx::Request r = gather.start(send, all);
