@@ -85,7 +85,7 @@ struct CopyRate {
 class CopyRates {
  public:
   static constexpr std::size_t capacity = 8;
-  /// This machine's points (agx-tune at N = 2, docs/tuning.md); not the default, see
+  /// This machine's points (agx-tune at N = 2, docs/tuning.md): the built-in default of
   /// CostParams::copy_rates.
   static CopyRates measured_here() {
     CopyRates r;
@@ -127,11 +127,12 @@ struct CostParams {
   /// The copy rate by the size of the call (copy_s_per_byte_at, below): copies of a call
   /// whose data stays in the caches run faster than those of a 4 MiB copy. Points of
   /// (bytes per rank of the call, s/byte), increasing bytes, measured by agx-tune as
-  /// copy_s_per_byte at several sizes; empty: copy_s_per_byte at every size. Empty by
-  /// default: with this machine's points (measured_here) `auto` takes shared_memory at
-  /// N = 2 up to 1 MiB, which agx-bench measures faster, but OSU's sweep measured agx
-  /// 1.4-1.9x slower there (docs/results.md): a tuning file with copy.rate lines opts in.
-  CopyRates copy_rates;
+  /// copy_s_per_byte at several sizes; empty: copy_s_per_byte at every size. Built in:
+  /// this machine's points (measured_here), with which `auto` takes shared_memory at
+  /// N = 2 up to 2 MiB out of place, measured faster by agx-bench and by OSU's sweep
+  /// (docs/results.md); a tuning file's copy.rate lines replace them, and a file with
+  /// copy_s_per_byte and no copy.rate line has that one rate at every size.
+  CopyRates copy_rates = CopyRates::measured_here();
   /// One shared-memory synchronization among the ranks of a node (flags, no MPI).
   double node_sync_s = 0.2e-6;
   /// Per byte on the one link between two groups of nodes; 0: no group level.

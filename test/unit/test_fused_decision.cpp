@@ -17,6 +17,14 @@ namespace {
 
 Selector one_node(int n) { return Selector(Placement::single_node(n), Tuning{}, NodeStageParams{}); }
 
+/// The same with one copy rate at every size (a tuning file's copy_s_per_byte alone).
+Selector one_node_one_rate(int n) {
+  Tuning t;
+  t.source = "one copy rate";  // not "built-in defaults", which the selector reloads
+  t.params.copy_rates.clear();
+  return Selector(Placement::single_node(n), t, NodeStageParams{});
+}
+
 std::vector<std::vector<std::size_t>> uniform(int n, int k, std::size_t bytes) {
   return std::vector<std::vector<std::size_t>>(static_cast<std::size_t>(k),
                                                std::vector<std::size_t>(static_cast<std::size_t>(n), bytes));
@@ -90,8 +98,11 @@ TEST_CASE("fusion: a node path's segmented call is priced as its node stage", "[
   // Segmented on shared_memory the node stage gathers and scatters the pieces: the fused
   // call costs the prediction for its layout in place plus the own pieces moved into
   // place, nothing for a staging buffer (the staged price adds every byte once more).
+  // One copy rate, so that the fused call is the cheaper and the decision's: with the
+  // built-in rates by size the separate 16 KiB calls are priced at the cached rate and
+  // the fused call in place at the 4 MiB one, and the separate calls win.
   for (std::size_t bytes : {std::size_t{16384}, std::size_t{65536}}) {
-    Selector sel = one_node(4);
+    Selector sel = one_node_one_rate(4);
     const auto members = uniform(4, 4, bytes);
     const Layout layout = Layout::uniform(4, 4 * bytes);
     const std::size_t total = 16 * bytes, own = 4 * bytes;
@@ -116,15 +127,28 @@ TEST_CASE("fusion: a node path's segmented call is priced as its node stage", "[
 TEST_CASE("fusion: small members fused, a large one alone", "[fusion]") {
   // 32 members of 64 B and one of 4 MiB at N = 4, staged (AGX_INTEGRITY): the large one
   // would pay the staging copy inside the fused call; the small ones still share one
-  // start-up. Segmented (the default) nothing is staged and all run as one call.
+  // start-up. Segmented (the default) nothing is staged: with one copy rate all run as
+  // one call; with the built-in rates by size the large one runs alone on `direct` (a
+  // 4 MiB block on shared memory is priced at the 16 MiB copy rate, 3.6 GB/s) and the
+  // small ones still share one call.
   auto bytes = uniform(4, 32, 64);
   bytes.insert(bytes.begin() + 5, std::vector<std::size_t>(4, std::size_t{4} << 20));
+  {
+    Selector flat = one_node_one_rate(4);
+    const FusionDecision one = decide_fusion(flat, bytes);
+    INFO(describe(one));
+    REQUIRE(one.calls.size() == 1);
+    CHECK(one.calls.front().members.size() == 33);
+  }
   Selector sel = one_node(4);
   {
     const FusionDecision one = decide_fusion(sel, bytes);
     INFO(describe(one));
-    REQUIRE(one.calls.size() == 1);
-    CHECK(one.calls.front().members.size() == 33);
+    REQUIRE(one.calls.size() == 2);
+    CHECK(one.calls[0].members.size() == 32);
+    CHECK(one.calls[1].members == std::vector<std::size_t>{5});
+    CHECK(one.calls[1].algorithm.id == Algorithm::direct);
+    CHECK(one.predicted_s <= one.one_call_s);
   }
   FusionSettings staged;
   staged.segments = false;
