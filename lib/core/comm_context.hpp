@@ -92,6 +92,13 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   /// The automatic selection state: placement, tuning, node stage (made at set-up).
   Selector& selector() { return *selector_; }
 
+  /// Whether the set-up exchange found that no call on this communicator can involve
+  /// device memory (no rank sees a GPU, or AGX_CUDA=off; device settings agree): the
+  /// device layer (lib/cuda) records it once, so a host call skips that layer with one
+  /// load. False until recorded.
+  bool host_only() const { return host_only_; }
+  void set_host_only(bool host_only) { host_only_ = host_only; }
+
  private:
   CommContext(MPI_Comm comm, Selector* selector, std::unique_ptr<NodeState> node);
 
@@ -99,6 +106,7 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   int size_ = 0;
   int rank_ = 0;
   unsigned sequence_ = 0;
+  bool host_only_ = false;
   std::map<AlgorithmChoice, Schedule> schedules_;
   DescriptorCache descriptors_;  // after schedules_: its entries point at them
   std::unique_ptr<Selector, SelectorDeleter> selector_;

@@ -274,6 +274,7 @@ void adopt_setup_words(CommContext& ctx, const std::vector<SetupWord>& all) {
                           w.staging != all.front().staging;
   }
   st->device_calls = st->device_calls && !cuda_settings().off;
+  ctx.set_host_only(!st->device_calls && !st->settings_differ);
   check_mpi(MPI_Comm_set_attr(ctx.comm(), state_keyval(), st.get()), "MPI_Comm_set_attr");
   st.release();  // the attribute's delete callback frees it with the communicator
 }
@@ -415,19 +416,13 @@ std::optional<DeviceRun> run_device(CommContext& ctx, const AlgorithmChoice& a, 
                                     const Layout& layout) {
   // Host-only jobs (no CUDA built, or no rank sees a GPU) settle at once: no call object
   // (it copies the layout), nothing allocated on the blocking path.
-  if (!built_with_cuda()) return std::nullopt;
-  if (const CommState& state = state_of(ctx); !state.device_calls && !state.settings_differ)
-    return std::nullopt;
+  if (!built_with_cuda() || ctx.host_only()) return std::nullopt;
   DeviceCall call(ctx, a, buffers, layout);
   progress_until([&] { return call.test().has_value(); });
   return call.ran();
 }
 
-bool host_only(CommContext& ctx) {
-  if (!built_with_cuda()) return true;
-  const CommState& state = state_of(ctx);
-  return !state.device_calls && !state.settings_differ;
-}
+bool host_only(CommContext& ctx) { return !built_with_cuda() || ctx.host_only(); }
 
 bool run_if_device(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
                    const Layout& layout) {

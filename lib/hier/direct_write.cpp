@@ -91,6 +91,11 @@ void exchange(HierContext& h, std::uint64_t gen, const T& mine, std::vector<T>& 
 
 }  // namespace
 
+bool direct_write_size(std::size_t mean_block) {
+  const DirectSettings s = direct_settings();
+  return s.enabled && mean_block >= s.min_bytes;
+}
+
 std::uint64_t direct_write_calls() { return calls.load(std::memory_order_relaxed); }
 
 bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,

@@ -50,6 +50,11 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
 bool direct_write_auto(CommContext& ctx, const Options& options, const Buffers& buffers,
                        const Layout& layout, bool (*on_device)(const void*));
 
+/// Whether a call whose mean block is `mean_block` bytes is of a size direct write
+/// serves (enabled, at least AGX_DIRECT_WRITE_MIN_BYTES): when false, direct_write and
+/// direct_write_auto return false at once, so a caller that knows the size may skip them.
+bool direct_write_size(std::size_t mean_block);
+
 /// Calls that ran by direct write in this process (tests, agx_pmpi_direct_write_calls).
 std::uint64_t direct_write_calls();
 

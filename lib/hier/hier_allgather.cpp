@@ -22,7 +22,7 @@
 // One node (`shared_memory`, or `hierarchical` whose ranks share a node): the same
 // planner's schedule on the same engine, with the copies that suit the call
 // (node_copies.hpp), which a blocking call may take because it is over before the next
-// one starts: blocks of up to 504 B in the flag lines, single copy when enabled and
+// one starts: blocks of up to 4024 B in the flag lines, single copy when enabled and
 // faster, else staged through the segment.
 // Blocks made of pieces (run_pieces, a fused call): puts gather and gets scatter the
 // pieces (block_pieces.hpp); single copy and direct write, which publish one range per
@@ -111,8 +111,11 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     wait_blocking(e);
     return;
   }
-  if (t.nnodes == 1 && pieces == nullptr && direct_write(h, buffers, layout)) return;  // direct_write.hpp
-  h.wait_style_for(total / static_cast<std::size_t>(t.size));
+  const std::size_t mean = total / static_cast<std::size_t>(t.size);
+  if (t.nnodes == 1 && pieces == nullptr && direct_write_size(mean) &&
+      direct_write(h, buffers, layout))  // direct_write.hpp
+    return;
+  h.wait_style_for(mean);
   if (t.nnodes > 1) {  // across nodes: the planner's schedule on the round engine
     ++h.staged_calls;
     run_node_schedule(ctx, a, buffers, layout, total, pieces);
@@ -127,7 +130,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   if (largest <= InlineBlock::capacity) {
     copies = NodeCopies::flag_lines;
     ++h.inline_calls;
-  } else if (pieces == nullptr && h.cma && total / static_cast<std::size_t>(t.size) >= h.cma_min_bytes) {
+  } else if (pieces == nullptr && h.cma && mean >= h.cma_min_bytes) {
     copies = NodeCopies::single_copy;
     ++h.single_copy_calls;
   } else {

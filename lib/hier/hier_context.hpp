@@ -21,7 +21,7 @@
 //   slot[i].disagreed[gen & 1]  leaders: gen, where a receive into the segment brought
 //                      another size than planned, written before `ready`: the node's
 //                      readers of other nodes' blocks fail with MPI_ERR_TRUNCATE too
-//   slot[i].inline_data[gen & 1]   small calls (every block <= 504 B, one node): the
+//   slot[i].inline_data[gen & 1]   small calls (every block <= 4024 B, one node): the
 //                      block itself right behind its sequence number and size
 //                      (seq = gen << 16 | bytes), so a reader takes one dependent
 //                      cache miss per peer, not two
@@ -60,7 +60,7 @@ namespace agx::hier {
 
 /// A block small enough to travel inside the flag's own cache line.
 struct alignas(64) InlineBlock {
-  static constexpr std::size_t capacity = 504;  // 8 cache lines with the sequence
+  static constexpr std::size_t capacity = 4024;  // 63 cache lines with the sequence
   static constexpr unsigned size_bits = 16;     // capacity < 2^16
   std::atomic<std::uint64_t> seq{0};  ///< gen << size_bits | size of the block `bytes` holds
   std::byte bytes[capacity];
@@ -180,7 +180,9 @@ class HierContext final : public NodeState {
   /// 1.2-1.3x); with more than two ranks per core they sleep in every call.
   void wait_style_for(std::size_t mean_block);
   /// After every flag store of this rank: wakes sleeping local ranks.
-  void notify() { hier::notify(slots_[0].signal); }
+  void notify() {
+    if (topo.node_may_sleep) hier::notify(slots_[0].signal);
+  }
 
   /// Data region for a call of `total` bytes; waits for earlier readers, grows when needed.
   std::byte* region(std::uint64_t gen, std::size_t total);

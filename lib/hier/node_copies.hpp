@@ -10,9 +10,9 @@
 //                chunk out as the owner's progress shows it. Bytes per rank: M in,
 //                (N-1)·M out. Any block size, blocks as pieces, several nodes, and
 //                calls in flight together (nonblocking, persistent).
-//   flag lines   (InlineCopies) blocks of at most 504 B travel inside their owner's
+//   flag lines   (InlineCopies) blocks of at most 4024 B travel inside their owner's
 //                flag line: put writes the block behind seq = gen << 16 | bytes, a get
-//                copies it once seq shows the call. One dependent cache miss per peer.
+//                copies it once seq shows the call. The first cache miss per peer is the sequence word.
 //   single copy  (SingleCopies, process_vm_readv) put publishes the own block's address,
 //                a get reads the peer's block straight from the peer's buffer; after the
 //                last round the call waits (finished(), polled) until every peer has

@@ -10,7 +10,7 @@
 //     r0 r1 r2 r3  --put-->  segment [B0 B1 B2 B3]  --get-->  every rank's buffer
 //
 //   Bytes: each rank copies M in and (N-1)·M out; no message. Restriction: one node.
-//   (Blocks of at most 504 B travel inside the flag lines, large ones by single copy
+//   (Blocks of at most 4024 B travel inside the flag lines, large ones by single copy
 //   when enabled: the same two rounds, other copies; lib/hier/node_copies.hpp.)
 //
 // hierarchical (nodes j = 0..J-1 numbered by lowest rank, L leaders per node):

@@ -49,6 +49,7 @@ struct NodeRecord {
   std::int32_t label = 0;       ///< its virtual-node label there (0: no virtual nodes)
   std::int32_t per_local = 0;   ///< > 0: the label is its index in its machine / per_local
   std::uint64_t cpus[16] = {};  ///< its CPU affinity mask (the bits of a cpu_set_t)
+  std::int32_t wait = 0;        ///< its AGX_WAIT (NodeSettings::Wait as a number)
 };
 
 struct Topology {
@@ -63,6 +64,10 @@ struct Topology {
   std::string virtual_setting;            ///< the setting that cut virtual nodes, or empty
   int label = 0;                          ///< my virtual-node label (NodeRecord::label)
   int node_cores = 0;  ///< cores the affinity masks of my node's ranks cover together (0: unknown)
+  /// Whether any rank of my node may sleep on the node's futex (wait.hpp): one with
+  /// AGX_WAIT=sleep, or one with AGX_WAIT=auto on a node with more ranks than cores.
+  /// When none may, a flag store needs no wake-up (HierContext::notify is free).
+  bool node_may_sleep = true;
   MPI_Comm node_comm = MPI_COMM_NULL;     ///< my node's ranks, rank = local index (made lazily)
   Machine machine;
   std::vector<Binding> bindings;          ///< per local rank of my node (node_bindings)

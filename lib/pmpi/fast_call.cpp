@@ -31,7 +31,8 @@ struct Shape {
   std::size_t block = 0;  ///< bytes of every block
   AlgorithmChoice algorithm;
   bool timed = false;        ///< AGX_SUMMARY (settings are read once: fixed)
-  bool direct_write = true;  ///< receive buffers in shared regions may be used: no AGX_ALGO
+  bool direct_write = true;  ///< receive buffers in shared regions may be used: no AGX_ALGO,
+                             ///< blocks of a size direct write serves
 };
 // Initial-exec TLS: the interposer is loaded at start-up (LD_PRELOAD or linked), so
 // its few hot thread-locals (this, call.cpp's `inside`, report.cpp's tally pointer)
@@ -95,7 +96,8 @@ void record_shape(const PreparedCall& p, const AlgorithmChoice& a) noexcept {
   last = Shape{true,        c.comm,         c.sendtype,     c.recvtype,
                c.sendcount, c.recvcount,    p.user_in_place, deletions,
                ctx,         p.layout.nranks(), p.layout.bytes(0), a,
-               settings().summary, !algo_set()};
+               settings().summary,
+               !algo_set() && p.layout.nranks() > 1 && hier::direct_write_size(p.layout.bytes(0))};
 }
 
 void forget_shape() noexcept { last.valid = false; }

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const bool expect_allocations = argc > 1 && std::string_view(argv[1]) == "--expect-allocations";
   Shape small("8 B", 8, false), small_in("8 B in place", 8, true);
-  Shape odd("3001 B", 3001, false), odd_in("3001 B in place", 3001, true);
+  Shape odd("5001 B", 5001, false), odd_in("5001 B in place", 5001, true);
   char what[160];
 #ifdef AGX_NO_ALLOC_PMPI
   const auto mpi = [](Shape& s) {
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
       std::snprintf(what, sizeof what, "%s %s, %d ranks", f.name, s->name, nranks);
       check(what, {s}, run);
     }
-    std::snprintf(what, sizeof what, "%s 8 B and 3001 B in place alternating, %d ranks", f.name,
+    std::snprintf(what, sizeof what, "%s 8 B and 5001 B in place alternating, %d ranks", f.name,
                   nranks);
     check(what, {&small_in, &odd_in}, run);
     for (Shape* s : {&small, &odd_in}) {
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
   }
   // The node paths' blocking calls: the planner's schedule on the round engine with one
   // execution per schedule, rebound per call (blocks in the flag lines at 8 B, staged
-  // through the segment at 3001 B). They use no descriptor cache, so they allocate nothing
+  // through the segment at 5001 B). They use no descriptor cache, so they allocate nothing
   // with it off too: run only in the counting mode. (Their nonblocking calls and plans
   // still allocate their call objects per start.)
   if (!expect_allocations)
@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
         std::snprintf(what, sizeof what, "%s %s, %d ranks", std::string(agx::to_string(a)).c_str(), s->name, nranks);
         check(what, {s}, run);
       }
-      std::snprintf(what, sizeof what, "%s 8 B and 3001 B alternating, %d ranks", std::string(agx::to_string(a)).c_str(),
+      std::snprintf(what, sizeof what, "%s 8 B and 5001 B alternating, %d ranks", std::string(agx::to_string(a)).c_str(),
                     nranks);
       check(what, {&small, &odd}, run);
     }

@@ -435,8 +435,8 @@ void node_disagreeing_counts(agx::Algorithm node_path) {
 }
 
 // Counts that give the ranks different copies of one blocking call on one node: rank 0
-// sees every block at 100 elements (400 B: the flag lines), the others see rank 1's at 200
-// (800 B: staged through the segment). Each waits on a word the other never writes; the
+// sees every block at 100 elements (400 B: the flag lines), the others see rank 1's at 1200
+// (4800 B: staged through the segment). Each waits on a word the other never writes; the
 // get finds the owner's other path instead: MPI_ERR_TRUNCATE on every rank, no hang, and
 // the communicator serves a right call afterwards. (Where the staged side's call would
 // have to grow the segment first, the ranks wait in the growth instead, a collective
@@ -449,7 +449,7 @@ void node_path_disagreement() {
   const bool crc = integrity_on();
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  const int c = 100, big = 200;
+  const int c = 100, big = 1200;  // 400 B blocks in the flag lines, 4800 B staged
   std::vector<int> counts(static_cast<std::size_t>(n), c), displs(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) displs[static_cast<std::size_t>(r)] = r * big;
   Guarded recv(static_cast<std::size_t>(n * big));
