@@ -4,6 +4,7 @@
 #include "api/dispatch.hpp"
 
 #include "core/config.hpp"
+#include "core/copy.hpp"
 #include "core/consistency.hpp"
 #include "core/nonblocking.hpp"
 #include "core/select.hpp"
@@ -17,6 +18,12 @@ Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
   // Device buffers: lib/cuda, which says what it ran (docs/gpu.md).
   if (const auto ran = cuda::run_device(ctx, a, buffers, layout)) return ran->algorithm;
+  if (ctx.size() == 1) {  // one rank, host memory: every algorithm is the own block's copy
+    if (!buffers.in_place && layout.bytes(0) > 0)
+      copy_bytes(static_cast<std::byte*>(buffers.recv) + layout.offset(0), buffers.send,
+                 layout.bytes(0));
+    return a.id;
+  }
   if (is_node_path(a.id)) {  // lib/hier's tuned blocking variants of the node schedules
     hier::run(ctx, a.id, buffers, layout);
     return a.id;
