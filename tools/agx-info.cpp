@@ -7,8 +7,9 @@
 // Prints, per node (from its first rank): the nodes and their ranks (after any
 // virtual-node setting), the machine as hwloc sees it (packages, NUMA domains,
 // cores, caches), each local rank's binding and last core, the leaders, whether
-// single copy works, and the state of the shared-memory segment. With --call, one
-// hierarchical all-gather of BYTES per rank runs first, so the segment shows in use.
+// single copy works, and the state of the shared-memory segment. With --call, ten
+// hierarchical all-gathers of BYTES per rank run first, so the segment shows in use and
+// the copies that timing their first calls chose (docs/hierarchy.md).
 // Then (rank 0): the MPI library and whether it is CUDA-aware, the tuning in use, and the
 // predicted time of every algorithm for per-rank sizes MIN..MAX (×4; default 8 B..16 MiB)
 // with auto's choice marked; both levels of the tuning (node: ranks on one node; network:
@@ -120,8 +121,10 @@ int main(int argc, char** argv) {
   try {
     if (call_bytes > 0) {
       std::vector<std::byte> send(call_bytes), recv(call_bytes * static_cast<std::size_t>(n));
-      agx::allgather_bytes(MPI_COMM_WORLD, {send.data(), recv.data(), false},
-                           agx::Layout::uniform(n, call_bytes), agx::Options{agx::Algorithm::hierarchical});
+      for (int i = 0; i < 10; ++i)
+        agx::allgather_bytes(MPI_COMM_WORLD, {send.data(), recv.data(), false},
+                             agx::Layout::uniform(n, call_bytes),
+                             agx::Options{agx::Algorithm::hierarchical});
     }
     std::string text = agx::hier::describe(agx::context(MPI_COMM_WORLD));
     // Only the first rank of each node reports; rank 0 prints everything in rank order.

@@ -46,6 +46,7 @@
 #include "hier/direct_write.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/block_pieces.hpp"
+#include "hier/copy_choice.hpp"
 #include "hier/settings.hpp"
 
 #include <algorithm>
@@ -127,16 +128,19 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   std::size_t largest = 0;
   for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
   NodeCopies copies = NodeCopies::staged;
+  LargeCopies large;
   if (largest <= InlineBlock::capacity) {
     copies = NodeCopies::flag_lines;
     ++h.inline_calls;
-  } else if (pieces == nullptr && h.cma && mean >= h.cma_min_bytes) {
-    copies = NodeCopies::single_copy;
+  } else if (pieces == nullptr && (large = choose_large_copies(h, mean)).single_copy) {
+    copies = NodeCopies::single_copy;  // copy_choice.hpp: measured, or AGX_CMA_MIN_BYTES
     ++h.single_copy_calls;
   } else {
     ++h.staged_calls;
   }
+  const double t0 = large.trial_class >= 0 ? MPI_Wtime() : 0.0;
   run_node_schedule(ctx, a, buffers, layout, total, pieces, copies);
+  if (large.trial_class >= 0) record_trial(h, large, MPI_Wtime() - t0);
 }
 
 }  // namespace
@@ -226,13 +230,28 @@ std::string describe(CommContext& ctx) {
          : h.cma         ? "available"
                          : "unavailable")
      << (s.cma ? "" : " (AGX_CMA=0)");
-  if (h.cma)
+  if (h.cma) {
     os << ", " << std::fixed << std::setprecision(2) << h.cma_speed << std::defaultfloat
-       << "x memcpy's speed at setup"
-       << (h.cma_min_bytes == HierContext::never
-               ? std::string(": not used (too slow to beat staging; AGX_CMA_MIN_BYTES forces it)")
-               : ": used from " + std::to_string(h.cma_min_bytes) + " B mean block" +
-                     (s.cma_min_bytes ? " (AGX_CMA_MIN_BYTES)" : ""));
+       << "x memcpy's speed at setup";
+    if (s.cma_min_bytes) {
+      os << ": used from " << *s.cma_min_bytes << " B mean block (AGX_CMA_MIN_BYTES)";
+    } else {
+      os << "; against staging by timing the first calls of each size from "
+         << trial_min_bytes << " B:";
+      bool any = false;
+      for (int c = 0; c < copy_classes; ++c) {
+        const CopyTrials& t = h.copy_trials[static_cast<std::size_t>(c)];
+        if (t.calls == 0) continue;
+        any = true;
+        os << " " << (trial_min_bytes << c) << " B "
+           << (t.decided == 1 ? "single copy" : t.decided == 0 ? "staged" : "in trial");
+        if (t.ended > 0)
+          os << " (" << std::fixed << std::setprecision(1) << t.best[0] * 1e6 << " / "
+             << t.best[1] * 1e6 << std::defaultfloat << " us here)";
+      }
+      if (!any) os << " none yet";
+    }
+  }
   os << "\n";
   os << "  segment: header " << t.local_size() << " x " << sizeof(Slot) << " B, data "
      << h.data_bytes() << " B (grown " << h.grows() << "x), generation " << h.gen()

@@ -118,10 +118,8 @@ void HierContext::set_single_copy(double speed) {
   const int n = topo.local_size();
   cma = speed > 0;
   cma_speed = speed;
-  const double needed = 1.1 * (n - 1) / n;
-  cma_min_bytes = settings().cma_min_bytes ? *settings().cma_min_bytes
-                  : speed > needed        ? std::size_t{256} * 1024
-                                          : never;
+  (void)n;
+  cma_min_bytes = settings().cma_min_bytes ? *settings().cma_min_bytes : never;
 }
 
 HierContext::~HierContext() {

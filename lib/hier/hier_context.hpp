@@ -40,6 +40,7 @@
 #include "core/executor.hpp"
 #include "core/nonblocking.hpp"
 #include "core/schedule.hpp"
+#include "hier/copy_choice.hpp"
 #include "hier/shm_segment.hpp"
 #include "hier/topology.hpp"
 #include "hier/wait.hpp"
@@ -77,6 +78,10 @@ struct alignas(64) Slot {
   std::atomic<std::uint64_t> block_bytes[2] = {};
   std::atomic<std::uint64_t> block_offset[2] = {};
   std::atomic<std::uint64_t> disagreed[2] = {};  ///< leaders: [gen & 1] = gen whose receives had another size
+  /// Staged against single copy (copy_choice.hpp), per size class: this rank's best trial
+  /// times (ns; staged, single copy) and the generation of its last trial call.
+  std::atomic<std::uint64_t> trial_ns[copy_classes][2] = {};
+  std::atomic<std::uint64_t> trial_gen[copy_classes] = {};
   alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)
   InlineBlock inline_data[2];
 };
@@ -146,9 +151,10 @@ class HierContext final : public NodeState {
   bool cma = false;                      ///< process_vm_readv works between all local ranks
   double cma_speed = 0;                  ///< its speed relative to memcpy (node's slowest)
   static constexpr std::size_t never = static_cast<std::size_t>(-1);
-  /// Single copy from this mean block size up: AGX_CMA_MIN_BYTES, else 256 KiB where
-  /// the probe found it faster than staging, else never.
+  /// Single copy from this mean block size up: AGX_CMA_MIN_BYTES, else never (the copies
+  /// are then chosen by timing the first calls of each size: copy_choice.hpp).
   std::size_t cma_min_bytes = never;
+  std::array<CopyTrials, copy_classes> copy_trials{};  ///< copy_choice.hpp
 
   MPI_Comm comm = MPI_COMM_NULL;         ///< the communicator's private duplicate
   Algorithm running = Algorithm::shared_memory;  ///< the call in progress (for reports)

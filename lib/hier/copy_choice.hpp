@@ -1,0 +1,57 @@
+#pragma once
+// Staged or single copy: which copies a blocking call on one node takes for blocks too
+// large for the flag lines (node_copies.hpp has both).
+//
+// Which is faster depends on the machine and on more than the two copies' speeds: on
+// one machine the kernel's process_vm_readv ran at a third of memcpy's speed and staging
+// won by 7-24x, on another single copy took half of staging's time although a local
+// memcpy was twice as fast as the kernel copy (staging's reader copies lines its peer has
+// just written, at the speed of moving them between cores). So agx times both on the
+// calls themselves, per size class (the power of two at or below the mean block, from
+// 64 KiB up):
+//
+//   calls 1-6 of a class   alternate staged and single copy; each rank keeps its best
+//                          time of each
+//   end of call 6 (gen g)  each rank publishes both times and g in its slot
+//   a call at gen >= g + 2 every rank reads every local rank's times (published before
+//                          that rank's call g + 1, whose flags this rank has read) and
+//                          takes, for good, the copies whose slowest rank was faster;
+//                          calls between g and g + 2 stage
+//
+// Every rank takes the same copies in every call: the trial calls follow from the count
+// of the class's calls, the same everywhere, and the decision from the same published
+// words. AGX_CMA=0 (or a probe that finds process_vm_readv not working) means staged,
+// AGX_CMA_MIN_BYTES=b single copy from b and staged below, without trials.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace agx::hier {
+
+class HierContext;
+
+/// Size classes with trials: class c holds mean blocks in [2^(16+c), 2^(17+c)).
+inline constexpr int copy_classes = 32;
+inline constexpr std::size_t trial_min_bytes = std::size_t{64} * 1024;
+
+/// What a rank keeps per size class (HierContext::copy_trials).
+struct CopyTrials {
+  int calls = 0;              ///< trial calls made
+  double best[2] = {1e300, 1e300};  ///< best seconds: staged, single copy
+  std::uint64_t ended = 0;    ///< gen of the last trial call (0: trials not over)
+  int decided = -1;           ///< -1 undecided, else 0 staged, 1 single copy
+};
+
+struct LargeCopies {
+  bool single_copy = false;
+  int trial_class = -1;  ///< >= 0: a trial call of this class; time it (record_trial)
+};
+
+/// Before a blocking one-node call of block ranges whose mean block is `mean` bytes and
+/// whose largest block does not fit a flag line.
+LargeCopies choose_large_copies(HierContext& h, std::size_t mean);
+
+/// After a trial call ran without error on this rank: its time.
+void record_trial(HierContext& h, const LargeCopies& c, double seconds);
+
+}  // namespace agx::hier
