@@ -46,10 +46,7 @@ MPI_Comm HierContext::node_comm() {
   return topo.node_comm;
 }
 
-bool HierContext::crowded() const {
-  const int cores = topo.node_cores;  // from the set-up exchange
-  return cores > 0 && topo.local_size() > cores;
-}
+bool HierContext::crowded() const { return hier::crowded(topo); }  // cores from the set-up exchange
 
 bool HierContext::core_per_rank() const {
   return settings().wait != Settings::Wait::sleep && !crowded();
@@ -59,7 +56,7 @@ void HierContext::choose_wait_style() {
   const int cores = topo.node_cores;
   const bool crowded = this->crowded();
   sleep_forced = settings().wait == Settings::Wait::sleep;
-  oversubscribed = sleep_forced || (settings().wait == Settings::Wait::automatic && crowded);
+  oversubscribed = wait_may_sleep(settings().wait, crowded);  // as topology's node_may_sleep
   // More than two ranks per core: sleep in every call (yielding among that many runnable
   // ranks made the test matrix at 7-11 ranks on 2 cores 20-35% slower).
   sleep_small_ = sleep_forced || (crowded && topo.local_size() > 2 * cores);
@@ -115,11 +112,8 @@ void HierContext::prepare_node() {
 }
 
 void HierContext::set_single_copy(double speed) {
-  const int n = topo.local_size();
   cma = speed > 0;
   cma_speed = speed;
-  (void)n;
-  cma_min_bytes = settings().cma_min_bytes ? *settings().cma_min_bytes : never;
 }
 
 HierContext::~HierContext() {

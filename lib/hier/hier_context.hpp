@@ -150,11 +150,8 @@ class HierContext final : public NodeState {
   MPI_Comm leader_comm = MPI_COMM_NULL;  ///< local rank l of every node; rank = node index
   bool cma = false;                      ///< process_vm_readv works between all local ranks
   double cma_speed = 0;                  ///< its speed relative to memcpy (node's slowest)
-  static constexpr std::size_t never = static_cast<std::size_t>(-1);
-  /// Single copy from this mean block size up: AGX_CMA_MIN_BYTES, else never (the copies
-  /// are then chosen by timing the first calls of each size: copy_choice.hpp).
-  std::size_t cma_min_bytes = never;
-  std::array<CopyTrials, copy_classes> copy_trials{};  ///< copy_choice.hpp
+  /// Staged or single copy per size class, by timing the first calls (copy_choice.hpp).
+  std::array<CopyTrials, copy_classes> copy_trials{};
 
   MPI_Comm comm = MPI_COMM_NULL;         ///< the communicator's private duplicate
   Algorithm running = Algorithm::shared_memory;  ///< the call in progress (for reports)
@@ -262,7 +259,7 @@ class HierContext final : public NodeState {
   /// More local ranks than the cores their masks cover together (unknown: not crowded).
   bool crowded() const;
   void choose_wait_style();
-  void set_single_copy(double speed);  ///< cma, cma_speed, cma_min_bytes from the node's slowest
+  void set_single_copy(double speed);  ///< cma and cma_speed from the node's slowest
   struct NodeSetUp {  // the round engine's set-up in flight (node_set_up.cpp)
     enum class Step { header, probe, gather };
     Step step = Step::header;

@@ -176,13 +176,11 @@ Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::st
     for (std::size_t w = 0; w < std::size(covered); ++w)
       covered[w] |= records[static_cast<std::size_t>(r)].cpus[w];
   for (std::uint64_t w : covered) t.node_cores += std::popcount(w);
-  const bool crowded = t.node_cores > 0 && t.local_size() > t.node_cores;
   t.node_may_sleep = false;
-  for (int r : t.members[static_cast<std::size_t>(t.node)]) {
-    const auto w = static_cast<Settings::Wait>(records[static_cast<std::size_t>(r)].wait);
-    t.node_may_sleep = t.node_may_sleep || w == Settings::Wait::sleep ||
-                       (w == Settings::Wait::automatic && crowded);
-  }
+  for (int r : t.members[static_cast<std::size_t>(t.node)])
+    t.node_may_sleep = t.node_may_sleep ||
+                       wait_may_sleep(static_cast<Settings::Wait>(records[static_cast<std::size_t>(r)].wait),
+                                      crowded(t));
   t.machine = machine();
   return t;
 }

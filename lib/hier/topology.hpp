@@ -21,6 +21,8 @@
 
 #include <mpi.h>
 
+#include "hier/settings.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -95,6 +97,16 @@ MPI_Comm shared_comm_if_asked(MPI_Comm comm);
 /// The topology seen by `rank` from every rank's record: pure (no MPI; tests build it
 /// directly). node_comm stays null and bindings empty.
 Topology topology_from(const std::vector<NodeRecord>& records, int rank, std::string setting);
+
+/// More ranks on my node than the cores their affinity masks cover together (unknown
+/// cores: not crowded).
+inline bool crowded(const Topology& t) { return t.node_cores > 0 && t.local_size() > t.node_cores; }
+
+/// Whether a rank waiting with `wait` (its AGX_WAIT) on a node that is `crowded` or not
+/// may sleep on the node's futex (HierContext::oversubscribed, wait.hpp).
+inline bool wait_may_sleep(Settings::Wait wait, bool crowded) {
+  return wait == Settings::Wait::sleep || (wait == Settings::Wait::automatic && crowded);
+}
 
 /// My node's communicator, rank = local index: a split of `comm` by node (collective
 /// over `comm`); under AGX_NODE_DETECT=mpi `shared` itself without virtual nodes (taken

@@ -19,6 +19,8 @@
 #include "hier/hier.hpp"
 #include "hier/hier_context.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <string>
