@@ -2,7 +2,8 @@
 # Instructions per repeated MPI_Allgather of 8 bytes per rank, counted with callgrind
 # (independent of the machine's load): the MPI library's own call, agx's C++ API, and
 # MPI_Allgather through the interposer; for agx, also the part outside the algorithm's
-# run (run_selected and the direct-write check): the per-call cost of the front end.
+# run (run_blocking: the path the choice names, direct-write check included): the
+# per-call cost of the front end.
 # Then the same three calls timed on one rank (no peer: the call moves only its own 8
 # bytes), median of 9 batches of 100,000 calls, each path run 3 times alternating: the
 # interposer's time minus the C++ API's is the interposer's own per-call cost in ns.
@@ -37,7 +38,7 @@ for k in ("native", "cxx", "interposer"):
         if m: d[m.group(2)] = d.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
     g = lambda p: sum(v for name, v in d.items() if name.startswith(p)) / calls
     top = max(g(tops[k]), g("P" + tops[k]))  # Open MPI's MPI_Allgather is PMPI_Allgather
-    inner = g("agx::run_selected(") + g("agx::hier::direct_write_auto(")
+    inner = g("agx::run_blocking(")
     print(f"| {names[k]} | {top:.0f} | {'' if k == 'native' else f'{top - inner:.0f}'} |")
 PY
 timed() {  # timed <path> [preload]: ns per call on one rank

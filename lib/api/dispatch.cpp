@@ -7,27 +7,50 @@
 #include "core/copy.hpp"
 #include "core/consistency.hpp"
 #include "core/nonblocking.hpp"
-#include "core/select.hpp"
 #include "cuda/device_path.hpp"
+#include "cuda/memory.hpp"
+#include "hier/direct_write.hpp"
 
 
 namespace agx {
 
-Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+CallChoice choose_call(CommContext& ctx, const Layout& layout, const Options& options,
+                       bool in_place, CallKind kind) {
+  CallFacts facts;
+  facts.kind = kind;
+  facts.in_place = in_place;
+  facts.node_begun = hier::node_begun(ctx);
+  facts.device = !cuda::host_only(ctx);
+  facts.direct_write_size = hier::direct_write_fits(layout);
+  CallChoice c = choose(ctx.selector(), layout, options, facts);
+  if (c.deferred && kind != CallKind::query) hier::defer_node_set_up(ctx);
+  return c;
+}
+
+Algorithm run_blocking(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
                        const Layout& layout) {
+  const AlgorithmChoice& a = c.algorithm;
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
   // Device buffers: lib/cuda, which says what it ran (docs/gpu.md).
-  if (const auto ran = cuda::run_device(ctx, a, buffers, layout)) return ran->algorithm;
-  if (ctx.size() == 1) {  // one rank, host memory: every algorithm is the own block's copy
-    if (!buffers.in_place && layout.bytes(0) > 0)
-      copy_bytes(static_cast<std::byte*>(buffers.recv) + layout.offset(0), buffers.send,
-                 layout.bytes(0));
-    return a.id;
+  if (c.device)
+    if (const auto ran = cuda::run_device(ctx, a, buffers, layout)) return ran->algorithm;
+  switch (c.path) {
+    case CallPath::own_copy:  // one rank, host memory: the own block's copy
+      if (!buffers.in_place && layout.bytes(0) > 0)
+        copy_bytes(static_cast<std::byte*>(buffers.recv) + layout.offset(0), buffers.send,
+                   layout.bytes(0));
+      return a.id;
+    case CallPath::node:  // the node schedule on the round engine, its copy variants
+      hier::run(ctx, a.id, buffers, layout);
+      return a.id;
+    case CallPath::point_to_point:
+      break;
   }
-  if (is_node_path(a.id)) {  // lib/hier's tuned blocking variants of the node schedules
-    hier::run(ctx, a.id, buffers, layout);
-    return a.id;
-  }
+  // Receive buffers in agx's shared regions on one node (hier/direct_write.hpp).
+  if (c.try_direct_write &&
+      hier::run_direct_write(ctx, buffers, layout,
+                             buffers.in_place || !cuda::is_device_memory(buffers.send)))
+    return Algorithm::shared_memory;
   Execution e(ctx.schedule(a), buffers, layout, ctx.comm(), ctx.next_tag(),
               config().max_message_bytes, Checks::of(a.id));
   e.start();
@@ -35,55 +58,32 @@ Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers
   return a.id;
 }
 
-bool is_automatic(const Options& options) {
-  return options.algorithm == Algorithm::automatic &&
-         !(options.use_environment && config().forced.has_value());
-}
-
-AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                bool in_place, bool mark, bool* deferred) {
-  const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
-  const bool defer =
-      is_node_path(a.id) && is_automatic(options) && hier::defer_node_set_up(ctx, mark);
-  if (deferred != nullptr) *deferred = defer;
-  return defer ? ctx.selector().best_point_to_point(layout, in_place) : a;
-}
-
-AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                   bool in_place, bool persistent) {
-  // The same choice as a blocking call's: shared_memory and hierarchical run on the
-  // round engine (lib/hier/node_call.cpp), which sets the node up and grows its segment
-  // from test(), never waiting inside start(). The first-call rule is the blocking one:
-  // the communicator's first `auto` call whose choice is a node path, blocking or
-  // nonblocking, runs the best point-to-point algorithm instead and the next one makes
-  // the node state. A persistent plan, made to be started many times, keeps its node path.
-  const AlgorithmChoice a = select_algorithm(ctx, layout, options, in_place);
-  if (!is_node_path(a.id) || !is_automatic(options) || persistent ||
-      !hier::defer_node_set_up(ctx, true))
-    return a;
-  return ctx.selector().best_point_to_point(layout, in_place);
-}
-
-StartedCall::StartedCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+StartedCall::StartedCall(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
                          const Layout& layout, detail::PersistentRounds* rounds)
-    : ctx_(ctx), choice_(a), buffers_(buffers), layout_(layout), rounds_(rounds) {
+    : ctx_(ctx), choice_(c), buffers_(buffers), layout_(layout), rounds_(rounds) {
   // Device buffers: lib/cuda decides without blocking, advanced by test(); the host path
   // starts when lib/cuda settles the call (at once where no rank sees a GPU; else in
   // call order once the ranks agreed on memory kinds).
-  device_.emplace(ctx, a, buffers, layout, [this] { start_host(); });
+  device_.emplace(ctx, c.algorithm, buffers, layout, [this] { start_host(); });
 }
 
 void StartedCall::start_host() {
-  if (is_node_path(choice_.id)) {  // the node schedule on the round engine
-    node_ = hier::start_node_call(ctx_, choice_.id, buffers_, layout_);
+  if (choice_.path == CallPath::own_copy) {  // one rank: done at once
+    if (!buffers_.in_place && layout_.bytes(0) > 0)
+      copy_bytes(static_cast<std::byte*>(buffers_.recv) + layout_.offset(0), buffers_.send,
+                 layout_.bytes(0));
+    return;
+  }
+  if (choice_.path == CallPath::node) {  // the node schedule on the round engine
+    node_ = hier::start_node_call(ctx_, choice_.algorithm.id, buffers_, layout_);
     return;
   }
   if (rounds_ != nullptr) {
     rounds_->start();
     return;
   }
-  execution_.emplace(ctx_.schedule(choice_), buffers_, layout_, ctx_.comm(), ctx_.next_tag(),
-                     config().max_message_bytes, Checks::of(choice_.id));
+  execution_.emplace(ctx_.schedule(choice_.algorithm), buffers_, layout_, ctx_.comm(),
+                     ctx_.next_tag(), config().max_message_bytes, Checks::of(choice_.algorithm.id));
   execution_->start();
 }
 

@@ -1,19 +1,24 @@
 #pragma once
-// The one place where a call's path is decided, above lib/core, lib/hier and lib/cuda
-// (which know nothing of each other's paths; docs/algorithms.md, "Layering"):
+// The paths of a call, above lib/core, lib/hier and lib/cuda (which know nothing of each
+// other's paths; docs/algorithms.md, "Layering"). What runs is core/choose.hpp's choice,
+// made here from what the communicator knows (choose_call); it names the algorithm and
+// its path, and every entry point runs it the same way:
 //
-//   device buffers                 lib/cuda's device path, settled first (the ranks agree
-//                                  on memory kinds), run whole
-//   shared_memory, hierarchical    lib/hier: a blocking call runs its tuned node stages,
-//                                  a nonblocking or persistent one the node schedule on
-//                                  lib/core's round engine (advanced by test())
-//   every other algorithm          lib/core's round engine: an Execution per call, or a
-//                                  plan's, made persistent once (core/persistent.hpp)
+//   device      where some rank sees a GPU, lib/cuda settles the call first (the ranks
+//               agree on memory kinds) and runs device buffers on its own path
+//   own_copy    one rank: the own block's copy
+//   direct write, then   a blocking `auto` call on one node with blocks of direct
+//                        write's size tries it first (hier/direct_write.hpp)
+//   node        shared_memory, hierarchical: lib/hier's node schedule on lib/core's round
+//               engine (blocking: with its copy variants, hier/node_call.hpp)
+//   point_to_point  lib/core's round engine: an Execution per call, or a plan's, made
+//               persistent once (core/persistent.hpp)
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
 #include <agx/options.hpp>
 
+#include "core/choose.hpp"
 #include "core/comm_context.hpp"
 #include "core/executor.hpp"
 #include "core/persistent.hpp"
@@ -24,41 +29,32 @@
 
 namespace agx {
 
-/// Runs `a` (a choice of select_algorithm for this call) on checked buffers and layout:
-/// the blocking call once its algorithm is chosen (also the interposer's repeated calls,
-/// pmpi/fast_call.cpp).
-/// Returns the algorithm that ran (device buffers may run another, lib/cuda).
-Algorithm run_selected(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+/// The choice for a call on ctx's communicator (core/choose.hpp) with the facts the
+/// communicator holds. A call that is not a query and that the first-call rule defers
+/// marks the communicator, so that the next such call makes the node state. The same
+/// on every rank: collective calls come in the same order everywhere.
+CallChoice choose_call(CommContext& ctx, const Layout& layout, const Options& options,
+                       bool in_place, CallKind kind);
+
+/// Runs a blocking call as `c` says, on checked buffers and layout (also the repeated
+/// calls of the entry points and the interposer, which keep a shape's choice). Returns
+/// the algorithm that ran: direct write runs as shared_memory, and device buffers may
+/// run another (lib/cuda).
+Algorithm run_blocking(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
                        const Layout& layout);
 
-/// Whether `options` leave the choice to agx (no forced algorithm, nor AGX_ALGO where
-/// the environment counts).
-bool is_automatic(const Options& options);
-
-/// The algorithm of a blocking call: select_algorithm's, except that the first blocking
-/// call on a communicator for which `auto` picks a node path runs the best point-to-point
-/// algorithm instead, so that a communicator used once never makes the node's segment
-/// (its creation, mapping and probe cost many times an MPI_Comm_dup); the next such call makes it. The
-/// same on every rank: blocking calls come in the same order everywhere
-/// (docs/interposer.md, "The first call on a new communicator"). `mark`: the call runs
-/// now (false: only asked, agx::choose_algorithm). `deferred`, where given, says whether
-/// this call took the point-to-point algorithm instead.
-AlgorithmChoice select_blocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                bool in_place, bool mark = true, bool* deferred = nullptr);
-
-/// The algorithm of a nonblocking or persistent call: select_blocking's choice, first-call
-/// rule included (a nonblocking call counts as a call; its node set-up never blocks,
-/// hier/node_call.cpp). `persistent`: a plan, which keeps a node path at its first call.
-AlgorithmChoice select_nonblocking(CommContext& ctx, const Layout& layout, const Options& options,
-                                   bool in_place, bool persistent = false);
+/// A blocking call on `comm`: checks, set-up on first use, choice and run (the body of
+/// agx::allgather_bytes). `choice`, where given, receives what was chosen.
+Algorithm blocking_call(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                        const Options& options, CallChoice* choice = nullptr);
 
 /// One start of a nonblocking or persistent call on its path, advanced by test().
 class StartedCall {
  public:
-  /// Starts `a`. `rounds`: a plan's persistent engine (point-to-point algorithms; null
+  /// Starts `c`. `rounds`: a plan's persistent engine (point-to-point algorithms; null
   /// for a single call, whose schedule runs in a new Execution with its own tag).
   /// `ctx`, `layout` and `rounds` must outlive the StartedCall (the operation owns them).
-  StartedCall(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+  StartedCall(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
               const Layout& layout, detail::PersistentRounds* rounds);
   StartedCall(const StartedCall&) = delete;
   StartedCall& operator=(const StartedCall&) = delete;
@@ -70,7 +66,7 @@ class StartedCall {
   void start_host();
 
   CommContext& ctx_;
-  AlgorithmChoice choice_;
+  CallChoice choice_;
   Buffers buffers_;
   const Layout& layout_;
   hier::NodeCallPtr node_;

@@ -13,9 +13,6 @@
 #include "core/consistency.hpp"
 #include "core/nonblocking.hpp"
 #include "core/persistent.hpp"
-#include "core/select.hpp"
-#include "cuda/memory.hpp"
-#include "hier/direct_write.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -32,15 +29,16 @@ bool spins(const CommContext& ctx) {
 /// One nonblocking call: the communicator's private duplicate, the call's own tag.
 class Single final : public detail::Operation {
  public:
-  Single(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
-      : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers) {}
+  Single(CommContext& ctx, const CallChoice& c, const Buffers& buffers, const Layout& layout)
+      : Operation(c.algorithm, layout), ctx_(ctx.share()), call_choice_(c), buffers_(buffers) {}
 
  private:
-  void do_start() override { call_.emplace(*ctx_, choice(), buffers_, layout(), nullptr); }
+  void do_start() override { call_.emplace(*ctx_, call_choice_, buffers_, layout(), nullptr); }
   bool do_test() override { return call_->test(); }
   bool may_spin() const override { return spins(*ctx_); }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
+  CallChoice call_choice_;
   Buffers buffers_;
   std::optional<StartedCall> call_;
 };
@@ -49,21 +47,22 @@ class Single final : public detail::Operation {
 /// (core/persistent.hpp); device buffers and node paths per start, as single calls.
 class Persistent final : public detail::Operation {
  public:
-  Persistent(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers, const Layout& layout)
-      : Operation(a, layout), ctx_(ctx.share()), buffers_(buffers) {
-    if (!is_node_path(a.id)) rounds_.emplace(ctx, a, buffers, this->layout());
+  Persistent(CommContext& ctx, const CallChoice& c, const Buffers& buffers, const Layout& layout)
+      : Operation(c.algorithm, layout), ctx_(ctx.share()), call_choice_(c), buffers_(buffers) {
+    if (c.path == CallPath::point_to_point) rounds_.emplace(ctx, c.algorithm, buffers, this->layout());
   }
 
  private:
   void do_start() override {
     if (rounds_) rounds_->check_usable();
     call_.reset();
-    call_.emplace(*ctx_, choice(), buffers_, layout(), rounds_ ? &*rounds_ : nullptr);
+    call_.emplace(*ctx_, call_choice_, buffers_, layout(), rounds_ ? &*rounds_ : nullptr);
   }
   bool do_test() override { return call_->test(); }
   bool may_spin() const override { return spins(*ctx_); }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
+  CallChoice call_choice_;
   Buffers buffers_;
   std::optional<detail::PersistentRounds> rounds_;
   std::optional<StartedCall> call_;
@@ -74,9 +73,8 @@ class Persistent final : public detail::Operation {
 /// context was deleted since), ranks, block bytes, in-place use and options. It skips
 /// the layout checks (the same layout passed them) and the choice, which is fixed for a
 /// shape once a call ran it (select.hpp's memo); the buffer checks still run. Not
-/// recorded for a call that ran the point-to-point algorithm in place of a node path
-/// (dispatch.hpp): the next call must make the node state. The interposer has its own
-/// (pmpi/fast_call.hpp).
+/// recorded for a call that the first-call rule deferred (core/choose.hpp): the next
+/// call must make the node state. The interposer has its own (pmpi/fast_call.hpp).
 struct LastCall {
   bool valid = false;
   MPI_Comm comm = MPI_COMM_NULL;
@@ -86,7 +84,7 @@ struct LastCall {
   std::size_t block = 0;
   bool in_place = false;
   Options options;
-  AlgorithmChoice choice;
+  CallChoice choice;
 
   bool serves(MPI_Comm c, const Layout& layout, const Options& o, bool in) const {
     return valid && c == comm && layout.is_uniform() && layout.nranks() == nranks &&
@@ -98,39 +96,43 @@ struct LastCall {
 thread_local LastCall last_call;
 
 template <class Op>
-detail::OperationPtr make(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+detail::OperationPtr make(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
                           const Layout& layout) {
-  detail::OperationPtr op(new Op(ctx, a, buffers, layout));
+  detail::OperationPtr op(new Op(ctx, c, buffers, layout));
   detail::progress_register(op.get());
   return op;
 }
 
 }  // namespace
 
-Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
-                          const Options& options) {
+Algorithm blocking_call(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                        const Options& options, CallChoice* choice) {
   check_config();
   LastCall& last = last_call;
-  const bool repeated = last.serves(comm, layout, options, buffers.in_place);
-  if (repeated) check_buffers(buffers, last.block > 0, last.block);
-  CommContext& ctx = repeated ? *last.ctx : checked_context(comm, buffers, layout);
-  // Receive buffers in agx's shared regions on one node (hier/direct_write.hpp).
-  if (hier::direct_write_auto(ctx, options, buffers, layout, &cuda::is_device_memory))
-    return Algorithm::shared_memory;
-  if (repeated) return run_selected(ctx, last.choice, buffers, layout);
-  bool deferred = false;
-  const AlgorithmChoice a = select_blocking(ctx, layout, options, buffers.in_place, true, &deferred);
+  if (last.serves(comm, layout, options, buffers.in_place)) {
+    check_buffers(buffers, last.block > 0, last.block);
+    if (choice != nullptr) *choice = last.choice;
+    return run_blocking(*last.ctx, last.choice, buffers, layout);
+  }
+  CommContext& ctx = checked_context(comm, buffers, layout);
+  const CallChoice c = choose_call(ctx, layout, options, buffers.in_place, CallKind::blocking);
+  if (choice != nullptr) *choice = c;
   last.valid = false;
-  const Algorithm ran = run_selected(ctx, a, buffers, layout);
-  if (!deferred && layout.is_uniform())
+  const Algorithm ran = run_blocking(ctx, c, buffers, layout);
+  if (!c.deferred && layout.is_uniform())
     last = LastCall{true, comm, CommContext::deletions(), &ctx, layout.nranks(), layout.bytes(0),
-                    buffers.in_place, options, a};
+                    buffers.in_place, options, c};
   return ran;
+}
+
+Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                          const Options& options) {
+  return blocking_call(comm, buffers, layout, options);
 }
 
 AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options,
                                  bool in_place) {
-  return select_blocking(context(comm), layout, options, in_place, false);  // what would run
+  return choose_call(context(comm), layout, options, in_place, CallKind::query).algorithm;
 }
 
 Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
@@ -143,9 +145,9 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
   if (existing_context(comm) == nullptr && !config().check)
     return Request(start_library_call(comm, buffers, layout, options));
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place);
-  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // synchronizing
-  detail::OperationPtr op = make<Single>(ctx, a, buffers, layout);
+  const CallChoice c = choose_call(ctx, layout, options, buffers.in_place, CallKind::nonblocking);
+  if (config().check) check_consistency(ctx, layout, c.algorithm, buffers.in_place);  // synchronizing
+  detail::OperationPtr op = make<Single>(ctx, c, buffers, layout);
   op->start();
   return Request(std::move(op));
 }
@@ -155,9 +157,9 @@ Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
   check_config();
   detail::progress_from_environment();
   CommContext& ctx = checked_context(comm, buffers, layout);
-  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, buffers.in_place, true);
-  if (config().check) check_consistency(ctx, layout, a, buffers.in_place);  // once, at planning
-  return Plan(make<Persistent>(ctx, a, buffers, layout));
+  const CallChoice c = choose_call(ctx, layout, options, buffers.in_place, CallKind::persistent);
+  if (config().check) check_consistency(ctx, layout, c.algorithm, buffers.in_place);  // once, at planning
+  return Plan(make<Persistent>(ctx, c, buffers, layout));
 }
 
 }  // namespace agx

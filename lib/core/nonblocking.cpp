@@ -22,10 +22,6 @@
 
 namespace agx {
 
-bool is_node_path(Algorithm a) {
-  return a == Algorithm::hierarchical || a == Algorithm::shared_memory;
-}
-
 OwnedLayout::OwnedLayout(const Layout& l) {
   if (l.is_uniform()) {
     layout_ = Layout::uniform(l.nranks(), l.nranks() > 0 ? l.bytes(0) : 0);

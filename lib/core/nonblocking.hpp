@@ -25,9 +25,6 @@ namespace agx {
 class CommContext;
 class Execution;
 
-/// Whether `a` runs through a node's shared segment (shared_memory, hierarchical).
-bool is_node_path(Algorithm a);
-
 /// An owned copy of a Layout (a Layout itself only points at its arrays).
 class OwnedLayout {
  public:

@@ -3,6 +3,7 @@
 #include <agx/error.hpp>
 
 #include "core/comm_context.hpp"
+#include "core/choose.hpp"
 #include "core/config.hpp"
 #include "core/nonblocking.hpp"
 #include "core/planner.hpp"
@@ -205,19 +206,24 @@ AlgorithmChoice forced_choice(const Options& options, int nranks) {
   return choice;
 }
 
-AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
+AlgorithmChoice select_algorithm(Selector& selector, const Layout& layout, const Options& options,
                                  bool in_place) {
   const AlgorithmChoice choice = option_or_environment(options);
   const Algorithm a = choice.id;
-  if (a == Algorithm::automatic) return ctx.selector().choose(layout, in_place);
-  if (a == Algorithm::shared_memory && !can_serve(a, ctx.selector().placement()))
+  const Placement& placement = selector.placement();
+  if (a == Algorithm::automatic) return selector.choose(layout, in_place);
+  if (a == Algorithm::shared_memory && !can_serve(a, placement))
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
-                                 std::to_string(ctx.size()) + " ranks span " +
-                                 std::to_string(ctx.selector().placement().nodes()) +
-                                 " nodes (use 'hierarchical')");
-  if (a == Algorithm::hierarchical || a == Algorithm::shared_memory) return choice;  // lib/hier
-  check_serves(choice, ctx.size());
+                                 std::to_string(placement.nranks()) + " ranks span " +
+                                 std::to_string(placement.nodes()) + " nodes (use 'hierarchical')");
+  if (is_node_path(a)) return choice;  // lib/hier
+  check_serves(choice, placement.nranks());
   return choice;
+}
+
+AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
+                                 bool in_place) {
+  return select_algorithm(ctx.selector(), layout, options, in_place);
 }
 
 std::string describe_selection(CommContext& ctx, const std::vector<std::size_t>& sizes) {

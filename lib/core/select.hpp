@@ -75,6 +75,9 @@ std::string describe_selection(CommContext& ctx, const std::vector<std::size_t>&
 /// checked and defaults filled in (a bad radix is an agx::Error, MPI_ERR_ARG).
 AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const Options& options,
                            bool in_place);
+/// The same on a selector (the simulator's, core/choose.hpp).
+AlgorithmChoice select_algorithm(Selector& selector, const Layout& layout, const Options& options,
+                                 bool in_place);
 
 /// What select_algorithm checks without a communicator: the option, then AGX_ALGO, with
 /// parameters checked and defaults filled in; `automatic` where the selector chooses. A

@@ -14,6 +14,7 @@
 
 #include <agx/error.hpp>
 
+#include "core/choose.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
 #include "core/executor.hpp"
@@ -94,10 +95,6 @@ bool mpi_is_cuda_aware() {
 
 std::optional<Path> last;
 std::optional<DeviceRun> last_ran;
-
-bool is_node_algorithm(Algorithm a) {
-  return a == Algorithm::hierarchical || a == Algorithm::shared_memory;
-}
 
 void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const char* note,
               DeviceRun& ran) {
@@ -193,14 +190,14 @@ std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const Alg
   Checks checks = Checks::of(a);
   checks.stage = "staging, device buffers";  // named in AGX_TIMEOUT and AGX_INTEGRITY lines
   if (!local_device) {  // host buffers in a device call: the host path, same messages
-    if (is_node_algorithm(a)) return std::make_unique<NodeRun>(ctx, a, b, layout, blocking);
+    if (is_node_path(a)) return std::make_unique<NodeRun>(ctx, a, b, layout, blocking);
     if (p == Path::staging)  // in the staging call's slices
       return std::make_unique<StagingRun<HostStagingCall>>(ctx.schedule(choice), b, layout, ctx.comm(),
                                                            tag, st, checks);
     return std::make_unique<ExecutionRun>(ctx.schedule(choice), b, layout, ctx.comm(), tag,
                                           st.piece_bytes);
   }
-  if (p == Path::aware && !is_node_algorithm(a)) {
+  if (p == Path::aware && !is_node_path(a)) {
     const std::size_t own = layout.bytes(ctx.rank());
     if (!b.in_place && own > 0)
       backend::copy_sync(static_cast<std::byte*>(b.recv) + layout.offset(ctx.rank()), b.send, own);
@@ -209,7 +206,7 @@ std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const Alg
     return std::make_unique<ExecutionRun>(ctx.schedule(choice), Buffers{nullptr, b.recv, true},
                                           layout, ctx.comm(), tag, st.piece_bytes);
   }
-  if (is_node_algorithm(a)) return std::make_unique<StagedNodeRun>(ctx, a, b, layout, st, blocking);
+  if (is_node_path(a)) return std::make_unique<StagedNodeRun>(ctx, a, b, layout, st, blocking);
   return std::make_unique<StagingRun<StagingCall>>(backend::device_ops(), backend::pinned_pool(),
                                                    ctx.schedule(choice), b, layout, ctx.comm(), tag,
                                                    st, checks);
@@ -234,7 +231,7 @@ class IpcRun final : public DeviceCall::Run {
     }
     const bool whole_blocks = blocking_ && slicing_of(layout_, st_.mirror_bytes).slices == 1;
     const AlgorithmChoice p2p =
-        is_node_algorithm(a_.id) && !whole_blocks ? AlgorithmChoice{Algorithm::ring, 0} : a_;
+        is_node_path(a_.id) && !whole_blocks ? AlgorithmChoice{Algorithm::ring, 0} : a_;
     announce(ctx_, Path::staging, p2p, " (ipc cannot serve)", ran_);
     fallback_ = start_local(ctx_, Path::staging, p2p, b_, layout_, local_device_, st_, tag_, blocking_);
     return fallback_->test();
@@ -371,7 +368,7 @@ void DeviceCall::settle() {
   PathOptions allowed;
   // Node algorithms run on host memory (lib/hier's segment): never on the aware path;
   // such a call stages, and is priced and reported as staging.
-  allowed.aware = agreed_[2] == 0 && !is_node_algorithm(choice_.id);
+  allowed.aware = agreed_[2] == 0 && !is_node_path(choice_.id);
   allowed.ipc = agreed_[1] == 0 && ctx.selector().placement().nodes() == 1 && ctx.size() > 1;
   StagingSettings st;
   st.chunk_bytes = s.chunk_bytes;
@@ -395,7 +392,7 @@ void DeviceCall::settle() {
   // lib/hier's algorithms take whole blocks and run on the staging mirror: where the
   // mirror would exceed the staging bound, ring runs instead, in slices under staging
   // (the same on every rank).
-  if (p != Path::ipc && is_node_algorithm(a.id) && slicing_of(layout, st.mirror_bytes).slices > 1)
+  if (p != Path::ipc && is_node_path(a.id) && slicing_of(layout, st.mirror_bytes).slices > 1)
     a = AlgorithmChoice{Algorithm::ring, 0};
   if (p == Path::ipc) {
     run_ = std::make_unique<IpcRun>(ctx, a, buffers_, layout, local_device_, st, tag, blocking, ran_);

@@ -1,5 +1,6 @@
 #include "fused/decision.hpp"
 
+#include "core/choose.hpp"
 #include "core/cost_model.hpp"
 #include "core/nonblocking.hpp"
 #include "core/select.hpp"

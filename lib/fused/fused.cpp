@@ -372,7 +372,7 @@ std::vector<FusedPart> subset(std::span<const FusedPart> parts, const std::vecto
   return out;
 }
 
-/// Runs `a` on `buffers` (in place) as ranges of `layout`: what run_selected runs for
+/// Runs `a` on `buffers` (in place) as ranges of `layout`: what run_blocking runs for
 /// host buffers, without its device-memory agreement (lib/cuda), which a fused call of
 /// several members never needs (host buffers only, check_parts) and which every rank
 /// must make alike: no rank of a fused call of several members makes it, whatever way
@@ -496,7 +496,8 @@ std::unique_ptr<detail::FusedCall> start_call(MPI_Comm comm, int n, int me,
   void* const recv = f.direct ? f.buffers.recv : some_recv(s->parts);
   CommContext& ctx = fused_context(comm, f, recv);
   const Layout layout = f.layout();  // (a view of s->plan, which the call keeps)
-  const AlgorithmChoice a = select_nonblocking(ctx, layout, options, true);
+  const AlgorithmChoice a =
+      choose_call(ctx, layout, options, true, CallKind::nonblocking).algorithm;
   if (config().check) check_consistency(ctx, layout, a, true);
   if (f.direct || can_segment(a)) {
     s->way = f.direct ? FusedWay::direct : FusedWay::segmented;

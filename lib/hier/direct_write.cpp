@@ -171,28 +171,23 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   return true;
 }
 
-bool direct_write_auto(CommContext& ctx, const Options& options, const Buffers& buffers,
-                       const Layout& layout, bool (*on_device)(const void*)) {
-  const DirectSettings s = direct_settings();
+bool direct_write_fits(const Layout& layout) {
   const int size = layout.nranks();
-  if (!s.enabled || size < 2 || options.algorithm != Algorithm::automatic || options.radix != 0)
-    return false;
-  if (options.use_environment && (config().forced || process_settings().invalid_of("AGX_ALGO")))
-    return false;  // AGX_ALGO names the algorithm (or fails in the selection)
+  if (size < 2) return false;
   std::size_t total = 0;
   for (int r = 0; r < size; ++r) total += layout.bytes(r);
-  if (total == 0 || total / static_cast<std::size_t>(size) < s.min_bytes) return false;
-  Selector& selector = ctx.selector();
-  if (selector.placement().nodes() != 1) return false;
-  // The selection's own shared_memory calls try direct write in hier::run (one round 1).
-  if (selector.choose(layout, buffers.in_place).id == Algorithm::shared_memory) return false;
+  if (total == 0 || !direct_write_size(total / static_cast<std::size_t>(size))) return false;
   const Checks checks = Checks::of(Algorithm::shared_memory);
-  if (checks.integrity || checks.flip) return false;  // the usual paths check end to end
+  return !checks.integrity && !checks.flip;  // the usual paths check end to end
+}
+
+bool run_direct_write(CommContext& ctx, const Buffers& buffers, const Layout& layout,
+                      bool send_on_host) {
   if (config().check)
     check_consistency(ctx, layout, AlgorithmChoice{Algorithm::shared_memory, 0}, buffers.in_place);
   HierContext& h = hier_context(ctx);
   h.running = Algorithm::shared_memory;
-  return direct_write(h, buffers, layout, buffers.in_place || !on_device(buffers.send));
+  return direct_write(h, buffers, layout, send_on_host);
 }
 
 }  // namespace agx::hier

@@ -41,18 +41,21 @@ class HierContext;
 bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
                   bool send_on_host = true);
 
-/// A blocking call with `options` (lib/core's allgather_bytes, the interposer): when they
-/// ask for the automatic choice (no AGX_ALGO) and the communicator lies on one node,
-/// direct_write on its node; true when the call ran (as shared_memory). The same answer on
-/// every rank: it depends on the settings, the layout and round 1 only.
-/// `on_device(p)`: whether p is device memory (lib/cuda's query, asked only for a call of
-/// the path's shape).
-bool direct_write_auto(CommContext& ctx, const Options& options, const Buffers& buffers,
-                       const Layout& layout, bool (*on_device)(const void*));
+/// Whether direct write may serve a call of `layout` by its shape: enabled, two ranks or
+/// more, a mean block of at least AGX_DIRECT_WRITE_MIN_BYTES, and no end-to-end check
+/// asked for the node path (AGX_INTEGRITY, AGX_TEST_FLIP: the usual paths check end to
+/// end). The chooser's fact (core/choose.hpp, CallFacts::direct_write_size).
+bool direct_write_fits(const Layout& layout);
+
+/// A blocking call the chooser marked `try_direct_write` (an automatic choice on one
+/// node other than shared_memory, which tries it inside its own path): direct_write on
+/// ctx's node; true when the call ran (as shared_memory). Collective over the node.
+/// `send_on_host`: as direct_write's.
+bool run_direct_write(CommContext& ctx, const Buffers& buffers, const Layout& layout,
+                      bool send_on_host);
 
 /// Whether a call whose mean block is `mean_block` bytes is of a size direct write
-/// serves (enabled, at least AGX_DIRECT_WRITE_MIN_BYTES): when false, direct_write and
-/// direct_write_auto return false at once, so a caller that knows the size may skip them.
+/// serves (enabled, at least AGX_DIRECT_WRITE_MIN_BYTES).
 bool direct_write_size(std::size_t mean_block);
 
 /// Calls that ran by direct write in this process (tests, agx_pmpi_direct_write_calls).

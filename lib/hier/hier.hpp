@@ -58,12 +58,13 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
 /// that a nonblocking node call of this layout finishes it, and any growth, from test()
 /// (the same answer on every rank: only calls every rank makes alike begin it).
 bool node_call_ready(CommContext& ctx, const Layout& layout);
-/// Whether an `auto` call (blocking or not) that picked a node path should run
-/// point-to-point this once: true at the first such call on `ctx` while its node set-up
-/// has not begun. `mark`: the call is about to run (the next one makes the node state);
-/// false only asks (what agx::choose_algorithm reports). Every rank calls it alike
-/// (collective calls come in the same order everywhere).
-bool defer_node_set_up(CommContext& ctx, bool mark);
+/// Whether ctx's node set-up has begun, or a first call already ran point-to-point in
+/// place of a node path: the first-call rule (core/choose.hpp) applies only before.
+bool node_begun(CommContext& ctx);
+/// Records that a call ran point-to-point in place of a node path (the first-call rule),
+/// so that the next one makes the node state. Every rank calls it alike (collective
+/// calls come in the same order everywhere).
+void defer_node_set_up(CommContext& ctx);
 /// True once the call is complete on this rank.
 bool test_node_call(NodeCall& call);
 

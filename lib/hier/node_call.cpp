@@ -387,12 +387,12 @@ bool node_call_ready(CommContext& ctx, const Layout&) {
   return hier_context(ctx).node_started();
 }
 
-bool defer_node_set_up(CommContext& ctx, bool mark) {
-  HierContext& h = hier_context(ctx);
-  if (h.node_started() || h.node_set_up_deferred) return false;
-  h.node_set_up_deferred = mark;
-  return true;
+bool node_begun(CommContext& ctx) {
+  const HierContext& h = hier_context(ctx);
+  return h.node_started() || h.node_set_up_deferred;
 }
+
+void defer_node_set_up(CommContext& ctx) { hier_context(ctx).node_set_up_deferred = true; }
 
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
                             const Layout& layout, const BlockPieces* pieces) {

@@ -22,7 +22,7 @@
 #include "core/select.hpp"
 #include "cuda/device_path.hpp"
 #include "cuda/memory.hpp"
-#include "hier/direct_write.hpp"
+#include "api/dispatch.hpp"
 #include "pmpi/datatype.hpp"
 #include "pmpi/fast_call.hpp"
 #include "pmpi/raise.hpp"
@@ -318,22 +318,25 @@ int gather(const GatherCall& c) {
   p.stage_in();
   const AlgorithmChoice a = pick_algorithm(p);
   Algorithm ran = Algorithm::automatic;
-  const auto direct = [&] {  // receive buffers in shared regions (hier/direct_write.hpp)
-    return !algo_set() &&
-           hier::direct_write_auto(context(c.comm), Options{}, p.buffers, p.layout,
-                                   &cuda::is_device_memory);
-  };
-  // AGX_ALGO goes in forced; the automatic choice goes in as such, so that libagx may run
-  // a first call on a communicator point-to-point (api/dispatch.hpp, select_blocking).
+  // AGX_ALGO goes in forced; the automatic choice goes in as such, so that libagx's
+  // chooser applies its automatic rules (core/choose.hpp: the first-call rule, direct
+  // write into receive buffers in shared regions).
   const Options options = forced() && a == *forced()
                               ? Options{a.id, true, a.radix}
                               : Options{Algorithm::automatic, false};
-  if (!gather_compressed(c, p, a, ran))
-    ran = direct() ? Algorithm::shared_memory : allgather_bytes(c.comm, p.buffers, p.layout, options);
+  CallChoice choice;
+  bool repeatable = false;  // the next call of this shape may take fast_call.cpp's path
+  if (!gather_compressed(c, p, a, ran)) {  // a compressed call is never repeated uncompressed
+    ran = blocking_call(c.comm, p.buffers, p.layout, options, &choice);
+    // Not after a call the first-call rule deferred, nor where the device path ran
+    // another algorithm.
+    repeatable = !choice.deferred && (ran == choice.algorithm.id ||
+                                      (choice.try_direct_write && ran == Algorithm::shared_memory));
+  }
   p.stage_out();
   record_call(ran, p.b.total_bytes, timed ? PMPI_Wtime() - t0 : 0.0);
   announce(c.comm, c.function, ran, p.b.total_bytes);
-  if (ran == a.id) record_shape(p, a);  // the next call of this shape: fast_call.cpp
+  if (repeatable) record_shape(p, choice);
   return MPI_SUCCESS;
 }
 

@@ -6,8 +6,6 @@
 
 #include "api/dispatch.hpp"
 #include "core/comm_context.hpp"
-#include "cuda/memory.hpp"
-#include "hier/direct_write.hpp"
 #include "pmpi/call.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
@@ -29,10 +27,8 @@ struct Shape {
   CommContext* ctx = nullptr;
   int nranks = 0;
   std::size_t block = 0;  ///< bytes of every block
-  AlgorithmChoice algorithm;
-  bool timed = false;        ///< AGX_SUMMARY (settings are read once: fixed)
-  bool direct_write = true;  ///< receive buffers in shared regions may be used: no AGX_ALGO,
-                             ///< blocks of a size direct write serves
+  CallChoice choice;    ///< what the full call chose (core/choose.hpp)
+  bool timed = false;   ///< AGX_SUMMARY (settings are read once: fixed)
 };
 // Initial-exec TLS: the interposer is loaded at start-up (LD_PRELOAD or linked), so
 // its few hot thread-locals (this, call.cpp's `inside`, report.cpp's tally pointer)
@@ -67,18 +63,14 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     const double t0 = timed ? PMPI_Wtime() : 0.0;
     const Buffers buffers{in_place ? nullptr : sendbuf, recvbuf, in_place};
     const Layout layout = Layout::uniform(s.nranks, s.block);
-    const bool direct =  // receive buffers in shared regions (hier/direct_write.hpp)
-        s.direct_write && hier::direct_write_auto(*s.ctx, Options{}, buffers, layout,
-                                                        &cuda::is_device_memory);
-    if (!direct) run_selected(*s.ctx, s.algorithm, buffers, layout);
-    record_call(direct ? Algorithm::shared_memory : s.algorithm.id, total,
-                timed ? PMPI_Wtime() - t0 : 0.0);
+    const Algorithm ran = run_blocking(*s.ctx, s.choice, buffers, layout);
+    record_call(ran, total, timed ? PMPI_Wtime() - t0 : 0.0);
     return MPI_SUCCESS;
   });
   return true;
 }
 
-void record_shape(const PreparedCall& p, const AlgorithmChoice& a) noexcept {
+void record_shape(const PreparedCall& p, const CallChoice& choice) noexcept {
   last.valid = false;
   const GatherCall& c = p.c;
   const bool types_fit = is_common_predefined(c.recvtype) &&
@@ -95,9 +87,8 @@ void record_shape(const PreparedCall& p, const AlgorithmChoice& a) noexcept {
   if (ctx == nullptr) return;
   last = Shape{true,        c.comm,         c.sendtype,     c.recvtype,
                c.sendcount, c.recvcount,    p.user_in_place, deletions,
-               ctx,         p.layout.nranks(), p.layout.bytes(0), a,
-               settings().summary,
-               !algo_set() && p.layout.nranks() > 1 && hier::direct_write_size(p.layout.bytes(0))};
+               ctx,         p.layout.nranks(), p.layout.bytes(0), choice,
+               settings().summary};
 }
 
 void forget_shape() noexcept { last.valid = false; }

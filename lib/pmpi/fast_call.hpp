@@ -13,6 +13,8 @@
 
 #include <agx/algorithm.hpp>
 
+#include "core/choose.hpp"
+
 #include <cstddef>
 
 namespace agx::pmpi {
@@ -26,7 +28,7 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
 
 /// After a successful full MPI_Allgather: records its shape when the repeated path can
 /// serve it (predefined contiguous types, the user's buffers used directly).
-void record_shape(const PreparedCall& p, const AlgorithmChoice& a) noexcept;
+void record_shape(const PreparedCall& p, const CallChoice& choice) noexcept;
 
 /// Forgets the recorded shape (MPI_Finalize).
 void forget_shape() noexcept;

@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   unsigned salt = 1;
   // The first blocking `auto` call on a communicator whose choice is a node path runs
-  // point-to-point and leaves the node state unmade (lib/api/dispatch.hpp,
-  // select_blocking), shared receive buffers or not; the second one makes it and writes
+  // point-to-point and leaves the node state unmade (the first-call rule,
+  // lib/core/choose.hpp), shared receive buffers or not; the second one makes it and writes
   // directly. Shown on a fresh communicator, then MPI_COMM_WORLD is made ready the same way.
   for (MPI_Comm comm : {MPI_COMM_NULL, MPI_COMM_WORLD}) {
     MPI_Comm fresh = comm;

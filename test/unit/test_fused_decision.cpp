@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/choose.hpp"
 #include "core/nonblocking.hpp"
 #include "core/select.hpp"
 #include "fused/decision.hpp"

@@ -28,7 +28,7 @@ sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/co
          lib/core/descriptors.cpp lib/core/comm_context.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/settings.cpp
-         lib/core/tuning.cpp lib/core/select.cpp
+         lib/core/tuning.cpp lib/core/select.cpp lib/core/choose.cpp
          "${planners[@]}" lib/hier/node_planner.cpp
          tools/sim/baselines.cpp tools/sim/routes.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
 flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections

@@ -15,7 +15,7 @@
 // `shared_memory` are lib's own node planners (lib/hier/node_planner.cpp: puts, gets and
 // the leaders' segment messages) run by lib's round engine on the simulator's node model
 // (sim_node.hpp: copies cost --node-copy's copy time, flags are exact simulated events);
-// `auto` = lib's own selector (agx::Selector, lib/core/select.cpp) built from --cost,
+// `auto` = lib's own chooser (core/choose.hpp) on lib's selector (lib/core/select.cpp) built from --cost,
 // --node-copy, --groups and --leaders, exactly as libagx builds it from a tuning file;
 // `ompi41`, `mpich`, `han` = the fair baselines (baselines.hpp): Open MPI 4.1's and MPICH's
 // default rules and Open MPI 5's HAN composition, run with agx's planners;
@@ -82,6 +82,7 @@ constexpr bool kSharedAddressSpace = false;
 #endif
 
 #include "baselines.hpp"
+#include "core/choose.hpp"
 #include "core/config.hpp"
 #include "core/cost_model.hpp"
 #include "core/executor.hpp"
@@ -319,8 +320,6 @@ void bcast_pick(Pick& p) {
   p.choice = {static_cast<Algorithm>(v[1]), v[2]};
 }
 
-bool is_node_algorithm(Algorithm a) { return a == Algorithm::hierarchical || a == Algorithm::shared_memory; }
-
 // Timing runs only: the same schedule with every transfer as one contiguous run of as many
 // blocks, starting at block 0 of the receive buffer (executed in place). Peers, rounds and
 // bytes per message are unchanged, so is the simulated time; what changes is that no
@@ -459,7 +458,13 @@ int main(int argc, char** argv) {
       if (mpi_allgather_for(name) != nullptr) pick.kind = Pick::mpi;
       if (rank == 0 && pick.kind != Pick::mpi) {
         std::string why;
-        if (name == "auto") pick.choice = selector->choose(layout, in_place);
+        if (name == "auto") {  // lib's chooser, as a warm blocking call on host buffers
+          CallFacts facts;
+          facts.in_place = in_place;
+          const CallChoice c = choose(*selector, layout, Options{Algorithm::automatic, false}, facts);
+          pick.choice = c.algorithm;
+          if (c.path == CallPath::node) pick.kind = Pick::node;
+        }
         else if (name == "ompi41") pick.choice = sim::ompi41_rule(n, bytes);
         else if (name == "mpich") pick.choice = sim::mpich_rule(n, bytes);
         else if (name == "han") pick = {Pick::han, sim::han_planner(n, a.ppn, bytes).inter()};
@@ -470,7 +475,7 @@ int main(int argc, char** argv) {
                        why.empty() ? "" : ": ", why.c_str());
           MPI_Abort(MPI_COMM_WORLD, 2);
         }
-        if (pick.kind != Pick::han && is_node_algorithm(pick.choice.id)) pick.kind = Pick::node;
+        if (pick.kind != Pick::han && is_node_path(pick.choice.id)) pick.kind = Pick::node;
         if (pick.kind == Pick::node && !kSharedAddressSpace) {
           std::fprintf(stderr, "agx-sim: '%s' needs SMPI (node operations)\n", name.c_str());
           MPI_Abort(MPI_COMM_WORLD, 2);

@@ -1,0 +1,54 @@
+// The one chooser (choose.hpp): the algorithm, then the path, the first-call rule,
+// direct write and the device settlement, from the call's facts.
+
+#include "core/choose.hpp"
+
+#include "core/config.hpp"
+#include "core/select.hpp"
+
+namespace agx {
+
+bool is_node_path(Algorithm a) {
+  return a != Algorithm::automatic && !algorithm_info(a).point_to_point;
+}
+
+bool is_automatic(const Options& options) {
+  return options.algorithm == Algorithm::automatic &&
+         !(options.use_environment && config().forced.has_value());
+}
+
+CallChoice choose(Selector& selector, const Layout& layout, const Options& options,
+                  const CallFacts& facts) {
+  CallChoice c;
+  c.algorithm = select_algorithm(selector, layout, options, facts.in_place);
+  c.device = facts.device;
+  if (layout.nranks() == 1) {
+    c.path = CallPath::own_copy;
+    return c;
+  }
+  const bool automatic = is_automatic(options);
+  // shared_memory tries direct write inside its node path; on one node every other
+  // automatic choice is a point-to-point one.
+  c.try_direct_write = facts.kind == CallKind::blocking && automatic && facts.direct_write_size &&
+                       selector.placement().nodes() == 1 &&
+                       c.algorithm.id != Algorithm::shared_memory;
+  c.path = is_node_path(c.algorithm.id) ? CallPath::node : CallPath::point_to_point;
+  if (c.path == CallPath::node && automatic && facts.kind != CallKind::persistent &&
+      !facts.node_begun) {
+    c.algorithm = selector.best_point_to_point(layout, facts.in_place);
+    c.path = CallPath::point_to_point;
+    c.deferred = true;
+  }
+  return c;
+}
+
+const char* to_string(CallPath path) {
+  switch (path) {
+    case CallPath::own_copy: return "own copy";
+    case CallPath::point_to_point: return "point-to-point";
+    case CallPath::node: return "node";
+  }
+  return "unknown";
+}
+
+}  // namespace agx

@@ -1,0 +1,139 @@
+// The one chooser (lib/core/choose.hpp), without MPI: the path follows the algorithm,
+// the first-call rule swaps an automatic node path for the best point-to-point one
+// (never a forced one, never a plan's), direct write is tried only by blocking automatic
+// calls on one node whose choice is not shared_memory, and one rank is the own copy.
+
+#include <catch2/catch.hpp>
+
+#include "core/choose.hpp"
+#include "core/registry.hpp"
+#include "core/select.hpp"
+
+#include <optional>
+
+using namespace agx;
+
+namespace {
+
+const Options automatic{Algorithm::automatic, false};
+
+Selector on_nodes(std::vector<int> node_of) {
+  return Selector(Placement(std::move(node_of)), Tuning{}, NodeStageParams{});
+}
+
+CallFacts facts(CallKind kind, bool node_begun = true) {
+  CallFacts f;
+  f.kind = kind;
+  f.node_begun = node_begun;
+  return f;
+}
+
+/// A size per rank (powers of 4 from 1 B to 64 MiB) at which the selector's automatic
+/// choice is, or is not, a node path.
+std::optional<std::size_t> size_where(Selector& s, int n, bool node) {
+  for (std::size_t bytes = 1; bytes <= (std::size_t{64} << 20); bytes *= 4)
+    if (is_node_path(s.choose(Layout::uniform(n, bytes), false).id) == node) return bytes;
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("choose: node paths are the registry's entries without a message schedule", "[choose]") {
+  for (const RegistryEntry& e : registry()) {
+    if (e.info.id == Algorithm::automatic) {
+      CHECK_FALSE(is_node_path(e.info.id));
+      continue;
+    }
+    INFO(e.info.name);
+    CHECK(is_node_path(e.info.id) == !e.info.point_to_point);
+  }
+  CHECK(is_node_path(Algorithm::shared_memory));
+  CHECK(is_node_path(Algorithm::hierarchical));
+  CHECK_FALSE(is_node_path(Algorithm::ring));
+}
+
+TEST_CASE("choose: the path follows the algorithm; one rank is the own copy", "[choose]") {
+  Selector one = on_nodes({0});
+  const CallChoice c1 = choose(one, Layout::uniform(1, 64), automatic, facts(CallKind::blocking));
+  CHECK(c1.path == CallPath::own_copy);
+  CHECK_FALSE(c1.try_direct_write);
+
+  Selector sel = on_nodes({0, 0, 0, 0});
+  const Layout layout = Layout::uniform(4, 1024);
+  for (Algorithm a : {Algorithm::ring, Algorithm::bruck, Algorithm::shared_memory}) {
+    const CallChoice c = choose(sel, layout, Options{a, false, 0}, facts(CallKind::nonblocking));
+    INFO(to_string(a));
+    CHECK(c.algorithm.id == a);
+    CHECK(c.path == (a == Algorithm::shared_memory ? CallPath::node : CallPath::point_to_point));
+    CHECK_FALSE(c.deferred);
+  }
+  // Radix parameters pass through; forced algorithms that cannot serve are errors.
+  CHECK(choose(sel, layout, Options{Algorithm::bruck, false, 4}, facts(CallKind::blocking)).algorithm.radix == 4);
+  Selector two_nodes = on_nodes({0, 0, 1, 1});
+  CHECK_THROWS(choose(two_nodes, layout, Options{Algorithm::shared_memory, false, 0},
+                      facts(CallKind::blocking)));
+  CHECK(choose(two_nodes, layout, Options{Algorithm::hierarchical, false, 0}, facts(CallKind::blocking)).path ==
+        CallPath::node);
+}
+
+TEST_CASE("choose: the first-call rule defers automatic node paths only", "[choose]") {
+  Selector sel = on_nodes({0, 0, 0, 0});
+  const std::optional<std::size_t> bytes = size_where(sel, 4, true);
+  REQUIRE(bytes);  // the built-in model takes shared memory somewhere on one node
+  const Layout layout = Layout::uniform(4, *bytes);
+  const AlgorithmChoice best_p2p = sel.best_point_to_point(layout, false);
+  REQUIRE_FALSE(is_node_path(best_p2p.id));
+
+  for (CallKind kind : {CallKind::blocking, CallKind::nonblocking, CallKind::query}) {
+    const CallChoice first = choose(sel, layout, automatic, facts(kind, false));
+    CHECK(first.deferred);
+    CHECK(first.algorithm == best_p2p);
+    CHECK(first.path == CallPath::point_to_point);
+    const CallChoice later = choose(sel, layout, automatic, facts(kind, true));
+    CHECK_FALSE(later.deferred);
+    CHECK(later.path == CallPath::node);
+  }
+  // A plan keeps its node path; a forced node path is never swapped.
+  CHECK(choose(sel, layout, automatic, facts(CallKind::persistent, false)).path == CallPath::node);
+  const CallChoice forced =
+      choose(sel, layout, Options{Algorithm::shared_memory, false, 0}, facts(CallKind::blocking, false));
+  CHECK_FALSE(forced.deferred);
+  CHECK(forced.path == CallPath::node);
+}
+
+TEST_CASE("choose: direct write is tried by blocking automatic calls on one node", "[choose]") {
+  Selector sel = on_nodes({0, 0, 0, 0});
+  const std::optional<std::size_t> p2p_bytes = size_where(sel, 4, false);
+  const std::optional<std::size_t> node_bytes = size_where(sel, 4, true);
+  REQUIRE(p2p_bytes);
+  REQUIRE(node_bytes);
+  auto with_size = [](CallKind kind) {
+    CallFacts f = facts(kind);
+    f.direct_write_size = true;
+    return f;
+  };
+  const Layout p2p = Layout::uniform(4, *p2p_bytes);
+  CHECK(choose(sel, p2p, automatic, with_size(CallKind::blocking)).try_direct_write);
+  CHECK_FALSE(choose(sel, p2p, automatic, facts(CallKind::blocking)).try_direct_write);  // size
+  CHECK_FALSE(choose(sel, p2p, automatic, with_size(CallKind::nonblocking)).try_direct_write);
+  CHECK_FALSE(choose(sel, p2p, automatic, with_size(CallKind::persistent)).try_direct_write);
+  CHECK_FALSE(choose(sel, p2p, Options{Algorithm::ring, false, 0}, with_size(CallKind::blocking)).try_direct_write);
+  // shared_memory tries it inside its own path.
+  CHECK_FALSE(choose(sel, Layout::uniform(4, *node_bytes), automatic, with_size(CallKind::blocking)).try_direct_write);
+  // Two nodes: never.
+  Selector two = on_nodes({0, 0, 1, 1});
+  CHECK_FALSE(choose(two, p2p, automatic, with_size(CallKind::blocking)).try_direct_write);
+}
+
+TEST_CASE("choose: device jobs are settled by lib/cuda first, with the same algorithm", "[choose]") {
+  Selector sel = on_nodes({0, 0, 0});
+  const Layout layout = Layout::uniform(3, 4096);
+  CallFacts f = facts(CallKind::nonblocking);
+  const CallChoice host = choose(sel, layout, automatic, f);
+  f.device = true;
+  const CallChoice device = choose(sel, layout, automatic, f);
+  CHECK(device.device);
+  CHECK_FALSE(host.device);
+  CHECK(device.algorithm == host.algorithm);
+  CHECK(device.path == host.path);
+}
