@@ -7,10 +7,12 @@
 //   test_no_alloc        the C++ API (agx::Allgather<std::uint8_t>), every point-to-point
 //                        algorithm forced, out of place and in place, two sizes, and two
 //                        shapes alternating (both stay cached)
-//   pmpi_no_alloc        plain MPI_Allgather, no agx header or library: run with
-//                        LD_PRELOAD=libagx_pmpi.so (pmpi suite), AGX_ALGO naming the
-//                        algorithm (the interposer's repeated-call path), one shape at
-//                        a time
+//   pmpi_no_alloc        plain MPI_Allgather, and MPI_Iallgather + MPI_Wait, no agx
+//                        header or library: run with LD_PRELOAD=libagx_pmpi.so (pmpi
+//                        suite), AGX_ALGO naming the algorithm (the interposer's
+//                        repeated-call path; its pooled nonblocking requests), one shape
+//                        at a time (MPI's own allocations, the generalized request's
+//                        among them, are malloc's: not counted)
 // With AGX_DESCRIPTOR_CACHE=0 the repeats plan their messages anew and allocate: run so
 // with --expect-allocations, which passes only when every shape allocated (and the data
 // is right), the check is shown to fail without the cache.
@@ -200,6 +202,20 @@ int main(int argc, char** argv) {
     std::snprintf(what, sizeof what, "MPI_Allgather %s, AGX_ALGO=%s, %d ranks", s->name,
                   algo != nullptr ? algo : "", nranks);
     check(what, {s}, mpi);
+  }
+  const auto mpi_nonblocking = [](Shape& s) {
+    const int m = static_cast<int>(s.m);
+    MPI_Request r = MPI_REQUEST_NULL;
+    const int rc = s.in_place ? MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s.recv.data(), m,
+                                               MPI_BYTE, MPI_COMM_WORLD, &r)
+                              : MPI_Iallgather(s.send.data(), m, MPI_BYTE, s.recv.data(), m,
+                                               MPI_BYTE, MPI_COMM_WORLD, &r);
+    return rc == MPI_SUCCESS && MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+  };
+  for (Shape* s : {&small, &small_in, &odd, &odd_in}) {
+    std::snprintf(what, sizeof what, "MPI_Iallgather + MPI_Wait %s, AGX_ALGO=%s, %d ranks", s->name,
+                  algo != nullptr ? algo : "", nranks);
+    check(what, {s}, mpi_nonblocking);
   }
   // (No alternating shapes here: the interposer's repeated-call path remembers one shape
   // per thread, lib/pmpi/fast_call.hpp; another shape takes its full path, which allocates.)
