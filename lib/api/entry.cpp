@@ -16,7 +16,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <utility>
 
 namespace agx {
 namespace {
@@ -27,21 +29,88 @@ bool spins(const CommContext& ctx) {
 }
 
 /// One nonblocking call: the communicator's private duplicate, the call's own tag.
+/// Reused: a request done with it hands it to a pool of idle ones (dispose), which the
+/// next start takes (take), so that a repeated start allocates no operation. An idle
+/// one holds no call and no communicator.
 class Single final : public detail::Operation {
  public:
   Single(CommContext& ctx, const CallChoice& c, const Buffers& buffers, const Layout& layout)
       : Operation(c.algorithm, layout), ctx_(ctx.share()), call_choice_(c), buffers_(buffers) {}
 
+  /// An idle single call made this one (registered with the progress engine), or a new one.
+  static detail::OperationPtr take(CommContext& ctx, const CallChoice& c,
+                                   const Buffers& buffers, const Layout& layout);
+
  private:
   void do_start() override { call_.emplace(*ctx_, call_choice_, buffers_, layout(), nullptr); }
   bool do_test() override { return call_->test(); }
   bool may_spin() const override { return spins(*ctx_); }
+  void dispose() noexcept override;
+
+  /// The idle ones, at most `limit` (never destroyed: a request may outlive static
+  /// destruction; the idle ones stay reachable).
+  struct Pool {
+    static constexpr std::size_t limit = 16;
+    std::mutex mutex;
+    Single* idle = nullptr;
+    std::size_t count = 0;
+  };
+  static Pool& pool() {
+    static Pool* const p = new Pool;
+    return *p;
+  }
 
   std::shared_ptr<CommContext> ctx_;  // kept alive past MPI_Comm_free (comm_context.hpp)
   CallChoice call_choice_;
   Buffers buffers_;
   std::optional<StartedCall> call_;
+  Single* next_idle_ = nullptr;
 };
+
+detail::OperationPtr Single::take(CommContext& ctx, const CallChoice& c,
+                                  const Buffers& buffers, const Layout& layout) {
+  Single* s = nullptr;
+  {
+    Pool& p = pool();
+    std::lock_guard lock(p.mutex);
+    if (p.idle != nullptr) {
+      s = std::exchange(p.idle, p.idle->next_idle_);
+      --p.count;
+    }
+  }
+  if (s == nullptr) {
+    s = new Single(ctx, c, buffers, layout);
+  } else {
+    s->next_idle_ = nullptr;
+    s->reuse(c.algorithm, layout);
+    s->ctx_ = ctx.share();
+    s->call_choice_ = c;
+    s->buffers_ = buffers;
+  }
+  detail::OperationPtr op(s);
+  detail::progress_register(s);
+  return op;
+}
+
+void Single::dispose() noexcept {
+  if (active()) {  // (a request destroyed after MPI_Finalize while running)
+    delete this;
+    return;
+  }
+  call_.reset();  // its node call goes back to its schedule's pool (hier/node_call.cpp)
+  ctx_.reset();   // the communicator's state may go now
+  Single* self = this;
+  {
+    Pool& p = pool();
+    std::lock_guard lock(p.mutex);
+    if (p.count < Pool::limit) {
+      next_idle_ = std::exchange(p.idle, this);
+      ++p.count;
+      self = nullptr;
+    }
+  }
+  delete self;
+}
 
 /// A persistent call: point-to-point algorithms on persistent requests made once
 /// (core/persistent.hpp); device buffers and node paths per start, as single calls.
@@ -147,7 +216,7 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
   CommContext& ctx = checked_context(comm, buffers, layout);
   const CallChoice c = choose_call(ctx, layout, options, buffers.in_place, CallKind::nonblocking);
   if (config().check) check_consistency(ctx, layout, c.algorithm, buffers.in_place);  // synchronizing
-  detail::OperationPtr op = make<Single>(ctx, c, buffers, layout);
+  detail::OperationPtr op = Single::take(ctx, c, buffers, layout);
   op->start();
   return Request(std::move(op));
 }

@@ -7,6 +7,7 @@
 
 #include <agx/error.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -79,6 +80,11 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
     : Execution(schedule, buffers, layout, comm, tag, max_message_bytes, checks) {
   node_ = &node;
   round_checks_.reset();  // per-round checks do not apply to node schedules (executor.hpp)
+  // How many segment sends wait for their blocks depends on timing: room for all of a
+  // round's, so that a rebound execution (rebind) never allocates for them.
+  std::size_t sends = 0;
+  for (const Round& round : schedule_.rounds) sends = std::max(sends, round.sends.size());
+  deferred_.reserve(sends);
 }
 
 void Execution::rebind(const Buffers& buffers, const Layout& layout, int tag, NodeSegment& node) {

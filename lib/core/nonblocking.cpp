@@ -22,7 +22,9 @@
 
 namespace agx {
 
-OwnedLayout::OwnedLayout(const Layout& l) {
+void OwnedLayout::assign(const Layout& l) {
+  bytes_.clear();
+  offsets_.clear();
   if (l.is_uniform()) {
     layout_ = Layout::uniform(l.nranks(), l.nranks() > 0 ? l.bytes(0) : 0);
     return;
@@ -50,6 +52,13 @@ struct Held {
 };
 
 }  // namespace
+
+void Operation::reuse(const AlgorithmChoice& a, const Layout& layout) {
+  choice_ = a;
+  layout_.assign(layout);
+  starts_ = 0;
+  failure_ = nullptr;
+}
 
 void Operation::set_active(bool on) {
   if (active_.exchange(on) != on) progress_count_active(on ? 1 : -1);
@@ -124,7 +133,7 @@ void Operation::try_progress() noexcept {
 
 void OperationDeleter::operator()(Operation* op) const noexcept {
   progress_unregister(op);  // the progress thread no longer touches it
-  delete op;
+  op->dispose();
 }
 
 }  // namespace detail

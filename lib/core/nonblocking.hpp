@@ -28,10 +28,13 @@ class Execution;
 /// An owned copy of a Layout (a Layout itself only points at its arrays).
 class OwnedLayout {
  public:
-  explicit OwnedLayout(const Layout& l);
+  explicit OwnedLayout(const Layout& l) { assign(l); }
   OwnedLayout(const OwnedLayout&) = delete;
   OwnedLayout& operator=(const OwnedLayout&) = delete;
   const Layout& get() const { return layout_; }
+  /// Copies `l` instead (the arrays keep their capacity: no allocation for a layout of
+  /// no more ranks than before, none for a uniform one).
+  void assign(const Layout& l);
 
  private:
   std::vector<std::size_t> bytes_, offsets_;
@@ -55,6 +58,9 @@ class Operation {
   void wait();
   /// Advances if nobody else holds the operation (the progress thread's call).
   void try_progress() noexcept;
+  /// The end of its request or plan (OperationDeleter, once unregistered): deletes it,
+  /// or keeps it for another call (api/entry.cpp's single calls go back to a pool).
+  virtual void dispose() noexcept { delete this; }
 
   bool active() const { return active_; }
   Algorithm algorithm() const { return choice_.id; }
@@ -68,6 +74,9 @@ class Operation {
   /// core per rank): there a sched_yield costs more than the peer's answer takes.
   virtual bool may_spin() const { return false; }
   const Layout& layout() const { return layout_.get(); }
+  /// An operation taken again from a pool (not active): a new call's algorithm and
+  /// layout, no start counted, no failure kept.
+  void reuse(const AlgorithmChoice& a, const Layout& layout);
 
  private:
   void set_active(bool on);

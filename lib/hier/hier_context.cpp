@@ -162,8 +162,10 @@ void HierContext::finish(Watermark& w, std::atomic<std::uint64_t>& flag, std::ui
 
 void HierContext::finish_locked(Watermark& w, std::atomic<std::uint64_t>& flag, std::uint64_t gen) {
   if (gen <= w.mark) return;
+  // At the first call: however the calls in flight finish later, nothing is allocated.
+  if (w.ahead.capacity() < calls_in_flight) w.ahead.reserve(calls_in_flight);
   if (gen == w.mark + 1 && w.ahead.empty()) {
-    w.mark = gen;  // the common case: calls finish in order, nothing allocated
+    w.mark = gen;  // the common case: calls finish in order
   } else {
     w.ahead.insert(std::lower_bound(w.ahead.begin(), w.ahead.end(), gen), gen);
     while (!w.ahead.empty() && w.ahead.front() <= w.mark + 1) {

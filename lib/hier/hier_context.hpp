@@ -48,7 +48,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -58,6 +57,8 @@
 #include <vector>
 
 namespace agx::hier {
+
+struct NodeCall;  // a call of the round engine (node_call.cpp; hier.hpp)
 
 /// A block small enough to travel inside the flag's own cache line.
 struct alignas(64) InlineBlock {
@@ -233,12 +234,31 @@ class HierContext final : public NodeState {
   std::uint64_t grows() const { return grows_; }
   std::uint64_t single_copy_calls = 0, staged_calls = 0, inline_calls = 0;
 
+  /// The idle nonblocking and persistent calls of one node schedule (node_call.cpp): a
+  /// start takes one (its execution rebound, its segment's tables kept), a call that
+  /// completed cleanly goes back when its request or plan start is done with it, so a
+  /// repeated start of one shape constructs and allocates nothing. A list, not one slot:
+  /// calls of one shape may be in flight together (each takes its own). At most
+  /// `limit` are kept; a failed call is never kept. An idle call holds no reference to
+  /// the communicator (no cycle) and no claim on the segment.
+  struct NodeCallPool {
+    static constexpr std::size_t limit = 16;
+    NodeCallPool() = default;
+    ~NodeCallPool();  // deletes the idle calls (node_call.cpp)
+    NodeCallPool(const NodeCallPool&) = delete;
+    NodeCallPool& operator=(const NodeCallPool&) = delete;
+    std::mutex mutex;  // a request may be freed on another thread than the next start
+    NodeCall* idle = nullptr;  ///< linked through NodeCall::next_idle
+    std::size_t count = 0;
+  };
   /// Schedules of the round engine's node calls (node_call.cpp), per (algorithm, inter).
-  /// A node schedule (node_call.cpp's node_schedule) and the blocking calls' execution of
-  /// it, rebound per call (run_node_schedule: a repeated call constructs nothing).
+  /// A node schedule (node_call.cpp's node_schedule), the blocking calls' execution of
+  /// it, rebound per call (run_node_schedule: a repeated call constructs nothing), and
+  /// the idle nonblocking and persistent calls of it (destroyed before the schedule).
   struct NodePlan {
     Schedule schedule;
     std::unique_ptr<Execution> blocking;
+    NodeCallPool calls;
   };
   std::map<std::pair<Algorithm, AlgorithmChoice>, NodePlan> node_schedules;
   NodePlan* last_plan = nullptr;  ///< the last one looked up, and its key
@@ -270,6 +290,10 @@ class HierContext final : public NodeState {
   void finish_set_up_blocking();
   void drain_claims();  ///< blocking region(): earlier engine calls take their regions first
   std::string set_up_waiting_for() const;
+  /// Calls of the round engine in flight together on one communicator for which the
+  /// claim queue and the watermarks hold room from the first call on (more still work;
+  /// they grow the queue then).
+  static constexpr std::size_t calls_in_flight = 16;
   struct Watermark {
     std::uint64_t mark = 0;
     std::vector<std::uint64_t> ahead;  // finished calls above mark + 1, sorted (engine calls)
@@ -286,7 +310,9 @@ class HierContext final : public NodeState {
   bool comms_ready_ = false;  ///< node and leader communicators made
   std::mutex setup_mutex_;    ///< the set-up and the claims (two threads may advance calls)
   std::unique_ptr<NodeSetUp> setup_;
-  std::deque<RegionClaim*> claims_;
+  // In call order. A vector, not a deque: a deque allocates a new block every 64 calls
+  // as the queue moves along, a vector keeps its capacity (a handful of entries at most).
+  std::vector<RegionClaim*> claims_;
   std::atomic<std::size_t> queued_{0};  ///< claims_.size(), read without the lock
   std::size_t planned_bytes_ = 0;  ///< the data segment's size once every claim is served
   std::atomic<std::uint64_t> claim_steps_{0};

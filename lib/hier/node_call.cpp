@@ -42,6 +42,7 @@
 #include <map>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace agx::hier {
 namespace {
@@ -49,15 +50,18 @@ namespace {
 class StagedSegment final : public NodeSegment {
  public:
   // No flag is touched yet: the node set-up may still be running (begin()).
+  // `bytes` and `offsets`: the table of the blocks in the segment, filled here and kept by
+  // the caller between calls (no allocation once they have grown): h's scratch for a
+  // blocking call, the NodeCall's own for one of the round engine.
   // `pieces`, where not null: the blocks are these pieces (the call is in place), which
   // put() gathers from and gets scatter into (hier/block_pieces.hpp).
   // `blocking`: a blocking call (run_node_schedule), over before the next call starts:
-  // its region comes from HierContext::region and its blocks' table from h's scratch.
+  // its region comes from HierContext::region.
   StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout,
+                std::vector<std::size_t>& bytes, std::vector<std::size_t>& offsets,
                 const BlockPieces* pieces = nullptr, bool blocking = false)
       : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()), pieces_(pieces), blocking_(blocking),
-        bytes_(blocking ? h.blocking_bytes : own_bytes_),
-        offsets_(blocking ? h.blocking_offsets : own_offsets_) {
+        bytes_(bytes), offsets_(offsets) {
     if (!blocking) h.mark_engine(gen_);
     const Topology& t = h.topo;
     std::size_t total = 0;
@@ -245,8 +249,7 @@ class StagedSegment final : public NodeSegment {
   std::size_t chunk_;
   const BlockPieces* pieces_;  // null: the blocks are ranges of the caller's buffers
   bool blocking_;
-  std::vector<std::size_t> own_bytes_, own_offsets_;
-  std::vector<std::size_t>& bytes_;  // the blocks in the segment (own_ or h's scratch)
+  std::vector<std::size_t>& bytes_;  // the blocks in the segment (the caller's table)
   std::vector<std::size_t>& offsets_;
   Layout seg_layout_;
   Buffers seg_buffers_{};
@@ -273,7 +276,9 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
     shape.leaders = h.leaders;
     shape.total_bytes = total;
     shape.inter = inter;
-    it = h.node_schedules.emplace(key, HierContext::NodePlan{plan_node_algorithm(a, shape, t.rank), {}}).first;
+    Schedule schedule = plan_node_algorithm(a, shape, t.rank);
+    it = h.node_schedules.try_emplace(key).first;
+    it->second.schedule = std::move(schedule);
   }
   h.last_plan = &it->second;
   h.last_plan_key = key;
@@ -350,7 +355,7 @@ void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
     run_blocking(h, ctx, a, plan, buffers, layout, node);
     return;
   }
-  StagedSegment segment(h, schedule, layout, pieces, true);
+  StagedSegment segment(h, schedule, layout, h.blocking_bytes, h.blocking_offsets, pieces, true);
   segment.claim_blocking();
   run_blocking(h, ctx, a, plan, buffers, layout, segment);
   h.mark_started(segment.gen() - 1);  // every local rank has put its block of this call
@@ -361,25 +366,81 @@ void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
 // waiting; test() advances the claim (set-up, growth, reuse), then the schedule's
 // rounds, then AGX_INTEGRITY's end-to-end check (its CRC messages, on a tag of the call).
 // Nothing waits on a peer inside start().
+// A call is reused (HierContext::NodeCallPool): a start takes an idle call of its node
+// schedule, whose execution it rebinds and whose segment table it refills, so that a
+// repeated start of one shape allocates nothing; what belongs to one start only (the
+// segment's claim, the checks, the clock, the reference to the communicator) is made
+// per start and dropped when the call goes back.
 struct NodeCall {
   std::shared_ptr<CommContext> ctx;  // keeps the segment alive past MPI_Comm_free
-  const Schedule* schedule = nullptr;
+  HierContext::NodePlan* plan = nullptr;  // whose schedule it runs, whose pool it goes back to
   Algorithm algorithm = Algorithm::shared_memory;
   Buffers buffers{};
   Layout layout;  // a view, as Execution keeps it
   const BlockPieces* pieces = nullptr;  // blocks made of pieces (start_node_call)
   int tag = 0;
+  std::vector<std::size_t> seg_bytes, seg_offsets;  // the segment's table (StagedSegment)
   std::optional<StagedSegment> segment;
-  std::optional<Execution> execution;
+  std::optional<Execution> execution;  // kept between starts, rebound (not with pieces)
+  bool execution_pieces = false;       // it carries block pieces: made anew per start
+  bool rounds_started = false;         // this start's rounds are posted
   std::optional<StallClock> clock;  // AGX_TIMEOUT while the claim waits
   std::uint64_t seen = 0;
   std::optional<EndToEnd> check;  // AGX_INTEGRITY / AGX_TEST_FLIP (integrity.hpp)
   int check_tag = 0;              // its CRC messages' tag (AGX_INTEGRITY)
   bool checking = false;          // the rounds are done, the check is posted
+  bool complete = false;          // test_node_call said so, without an error: reusable
   std::exception_ptr disagreement;  // the rounds' MPI_ERR_TRUNCATE, thrown after the check
+  NodeCall* next_idle = nullptr;    // in its plan's pool
 };
 
-void NodeCallDeleter::operator()(NodeCall* c) const noexcept { delete c; }
+HierContext::NodeCallPool::~NodeCallPool() {
+  while (idle != nullptr) delete std::exchange(idle, idle->next_idle);
+}
+
+// A call that completed cleanly goes back to its schedule's pool (unless that is full);
+// any other (failed, abandoned: its execution may still have requests out) is deleted.
+void NodeCallDeleter::operator()(NodeCall* c) const noexcept {
+  if (c->plan == nullptr || !c->complete || !c->execution || c->execution->failed()) {
+    delete c;
+    return;
+  }
+  // The communicator's state goes last: the pool is part of it, and this may have been
+  // the last reference (MPI_Comm_free while the call ran).
+  const std::shared_ptr<CommContext> owner = std::move(c->ctx);
+  c->segment.reset();  // (its claim was served: nothing is queued)
+  c->check.reset();
+  c->clock.reset();
+  HierContext::NodeCallPool& pool = c->plan->calls;
+  {
+    std::lock_guard lock(pool.mutex);
+    if (pool.count < HierContext::NodeCallPool::limit) {
+      c->next_idle = std::exchange(pool.idle, c);
+      ++pool.count;
+      c = nullptr;
+    }
+  }
+  delete c;
+}
+
+namespace {
+
+// An idle call of `plan`, or a new one.
+NodeCallPtr take_call(HierContext::NodePlan& plan) {
+  {
+    std::lock_guard lock(plan.calls.mutex);
+    if (NodeCall* c = plan.calls.idle) {
+      plan.calls.idle = std::exchange(c->next_idle, nullptr);
+      --plan.calls.count;
+      return NodeCallPtr(c);
+    }
+  }
+  NodeCallPtr call(new NodeCall);
+  call->plan = &plan;
+  return call;
+}
+
+}  // namespace
 
 bool node_call_ready(CommContext& ctx, const Layout&) {
   // The node set-up has begun (by a blocking or a nonblocking call): a node call
@@ -403,23 +464,26 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
                                  std::to_string(h.topo.nnodes) + " nodes (use 'hierarchical')");
   std::size_t total = 0;
   for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
-  NodeCallPtr call(new NodeCall);
-  call->ctx = ctx.share();
   if (!h.node_started()) h.begin_node_set_up(ctx.next_tag());
-  call->schedule = &node_plan(h, a, total).schedule;
+  NodeCallPtr call = take_call(node_plan(h, a, total));
+  call->ctx = ctx.share();
   call->algorithm = a;
   call->buffers = buffers;
   call->layout = layout;
   call->pieces = pieces;
+  call->rounds_started = false;
+  call->checking = false;
+  call->complete = false;
+  call->disagreement = nullptr;
   h.running = a;
-  call->segment.emplace(h, *call->schedule, layout, pieces);
+  call->segment.emplace(h, call->plan->schedule, layout, call->seg_bytes, call->seg_offsets, pieces);
   call->segment->queue(ctx);
   call->tag = ctx.next_tag();
   // The end-to-end check of the blocking path, as a last phase of test(): the owner's
   // CRC now, the exchange once the rounds are done. Its tag is taken in call order (the
   // setting is the same on every rank), so calls in flight together never meet.
   const Checks checks = Checks::of(a);
-  if (checks.integrity) call->check_tag = ctx.next_tag();
+  call->check_tag = checks.integrity ? ctx.next_tag() : 0;
   if (EndToEnd::needed(checks, ctx.rank()))
     call->check.emplace(ctx.comm(), ctx.rank(), buffers, layout, checks);
   if (timeout_seconds() > 0) {
@@ -443,8 +507,8 @@ bool test_check(NodeCall& call) {
 }  // namespace
 
 bool test_node_call(NodeCall& call) {
-  if (call.checking) return test_check(call);
-  if (!call.execution) {
+  if (call.checking) return call.complete = test_check(call);
+  if (!call.rounds_started) {
     HierContext& h = hier_context(*call.ctx);
     if (!call.segment->claim()) {
       if (call.clock) {
@@ -458,15 +522,22 @@ bool test_node_call(NodeCall& call) {
       }
       return false;
     }
-    Checks checks;
-    checks.algorithm = to_string(call.algorithm);
-    checks.stage = "node schedule (nonblocking)";
-    call.execution.emplace(*call.schedule, call.buffers, call.layout, call.ctx->comm(), call.tag,
-                           config().max_message_bytes, *call.segment, checks);
     // One rank per node: the schedule is point-to-point on the caller's blocks, whose
     // messages then carry the blocks' pieces (other schedules move pieces in put/get).
-    if (call.pieces != nullptr && h.topo.nnodes == h.topo.size)
-      call.execution->use_block_pieces(*call.pieces);
+    const bool use_pieces = call.pieces != nullptr && h.topo.nnodes == h.topo.size;
+    if (call.execution && !use_pieces && !call.execution_pieces) {  // a reused call
+      call.execution->rebind(call.buffers, call.layout, call.tag, *call.segment);
+    } else {
+      Checks checks;
+      checks.algorithm = to_string(call.algorithm);
+      checks.stage = "node schedule (nonblocking)";
+      call.execution.reset();
+      call.execution.emplace(call.plan->schedule, call.buffers, call.layout, call.ctx->comm(),
+                             call.tag, config().max_message_bytes, *call.segment, checks);
+      if (use_pieces) call.execution->use_block_pieces(*call.pieces);
+      call.execution_pieces = use_pieces;
+    }
+    call.rounds_started = true;
     call.execution->start();
   }
   try {
@@ -477,10 +548,10 @@ bool test_node_call(NodeCall& call) {
     if (call.execution->failed() || e.error_class() != MPI_ERR_TRUNCATE || !call.check) throw;
     call.disagreement = std::current_exception();
   }
-  if (!call.check) return true;
+  if (!call.check) return call.complete = true;
   call.check->post(call.check_tag);
   call.checking = true;
-  return test_check(call);
+  return call.complete = test_check(call);
 }
 
 }  // namespace agx::hier

@@ -176,6 +176,7 @@ bool HierContext::done_through(std::uint64_t gen) {
 void HierContext::queue_claim(RegionClaim& c, const std::function<int()>& next_tag) {
   std::lock_guard lock(setup_mutex_);
   planned_bytes_ = std::max(planned_bytes_, data_bytes());
+  claims_.reserve(calls_in_flight);  // at the first claim: later ones allocate nothing
   claims_.push_back(&c);
   queued_.store(claims_.size(), std::memory_order_release);
   c.queued = true;
@@ -229,7 +230,7 @@ bool HierContext::advance_claim(RegionClaim& c) {
       c.base = data_->data();
     }
   }
-  claims_.pop_front();
+  claims_.erase(claims_.begin());
   queued_.store(claims_.size(), std::memory_order_release);
   c.queued = false;
   ++claim_steps_;

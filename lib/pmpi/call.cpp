@@ -72,9 +72,10 @@ AlgorithmChoice pick_algorithm(MPI_Comm comm, const Layout& layout, bool in_plac
   return selector_choice(comm, layout, automatic, in_place);
 }
 
-/// Element counts and displacements of every block, checked.
-Blocks read_blocks(const GatherCall& c, const TypeInfo& rt, int n) {
-  Blocks b;
+/// Element counts and displacements of every block, checked, into `b` (its vectors
+/// keep their capacity: a PreparedCall made again allocates nothing for them).
+void read_blocks(const GatherCall& c, const TypeInfo& rt, int n, Blocks& b) {
+  b.total_bytes = 0;
   const auto un = static_cast<std::size_t>(n);
   b.counts.resize(un);
   b.displs.resize(un);
@@ -95,7 +96,6 @@ Blocks read_blocks(const GatherCall& c, const TypeInfo& rt, int n) {
       throw Error(MPI_ERR_COUNT, "agx: total receive size overflows (recvcounts[0.." + str(si) +
                                      "] add up to more bytes than a buffer can hold)");
   }
-  return b;
 }
 
 /// Byte offset of block i's first element (where the datatype starts) from recvbuf.
@@ -146,16 +146,21 @@ Layout make_layout(const std::vector<std::size_t>& bytes, const std::vector<std:
 }
 
 /// Offsets of the blocks in a contiguous temporary, in rank order.
-std::vector<std::size_t> packed_offsets(const Blocks& b) {
-  std::vector<std::size_t> offsets(b.bytes.size());
+void packed_offsets(const Blocks& b, std::vector<std::size_t>& offsets) {
+  offsets.resize(b.bytes.size());
   std::size_t at = 0;
   for (std::size_t i = 0; i < b.bytes.size(); ++i) offsets[i] = at, at += b.bytes[i];
-  return offsets;
 }
 
 }  // namespace
 
-PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
+PreparedCall::PreparedCall(const GatherCall& call) { prepare(call); }
+
+void PreparedCall::prepare(const GatherCall& call) {
+  c = call;
+  st = TypeInfo{};
+  send_tmp.reset();
+  recv_tmp.reset();
   int n = 0, rank = 0;
   check_mpi(PMPI_Comm_size(c.comm, &n), "MPI_Comm_size");
   check_mpi(PMPI_Comm_rank(c.comm, &rank), "MPI_Comm_rank");
@@ -164,7 +169,7 @@ PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
   bool in_place = user_in_place;
 
   rt = describe_type(c.recvtype);
-  b = read_blocks(c, rt, n);
+  read_blocks(c, rt, n, b);
   if (c.recvbuf == nullptr && rt.true_lb == 0 && b.total_bytes > 0)
     throw Error(MPI_ERR_BUFFER, "agx: receive buffer is NULL with a non-zero count");
   check_block_ends(c.recvbuf, b, rt);
@@ -201,16 +206,15 @@ PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
 
   void* recv_base = nullptr;
   if (recv_direct) {
-    std::vector<char*> starts(b.bytes.size());
+    // Where each block starts, twice over (no table of addresses: nothing allocated).
+    const auto start = [&](std::size_t i) { return element_address(c.recvbuf, b, rt, i) + rt.true_lb; };
     char* lowest = nullptr;
-    for (std::size_t i = 0; i < starts.size(); ++i) {
-      starts[i] = element_address(c.recvbuf, b, rt, i) + rt.true_lb;
-      if (b.bytes[i] > 0 && (lowest == nullptr || starts[i] < lowest)) lowest = starts[i];
-    }
+    for (std::size_t i = 0; i < b.bytes.size(); ++i)
+      if (char* at = start(i); b.bytes[i] > 0 && (lowest == nullptr || at < lowest)) lowest = at;
     if (lowest == nullptr) lowest = static_cast<char*>(c.recvbuf);
-    offsets.resize(starts.size());
-    for (std::size_t i = 0; i < starts.size(); ++i)
-      offsets[i] = b.bytes[i] > 0 ? static_cast<std::size_t>(starts[i] - lowest) : 0;
+    offsets.resize(b.bytes.size());
+    for (std::size_t i = 0; i < b.bytes.size(); ++i)
+      offsets[i] = b.bytes[i] > 0 ? static_cast<std::size_t>(start(i) - lowest) : 0;
     recv_base = lowest;
     // A send buffer inside the receive buffer is erroneous MPI (only MPI_IN_PLACE may
     // alias). The habit MPI_Allgather(buf, ..., buf, ...) makes rank 0's send data its
@@ -219,15 +223,15 @@ PreparedCall::PreparedCall(const GatherCall& call) : c(call) {
     // others. An empty send counts by its address.
     if (!in_place && send_tmp == nullptr) {
       const std::size_t send_bytes = b.bytes[me];
-      for (std::size_t i = 0; i < starts.size(); ++i)
-        if (ranges_overlap(send_data, send_bytes == 0 ? 1 : send_bytes, starts[i], b.bytes[i]))
+      for (std::size_t i = 0; i < b.bytes.size(); ++i)
+        if (ranges_overlap(send_data, send_bytes == 0 ? 1 : send_bytes, start(i), b.bytes[i]))
           throw Error(MPI_ERR_BUFFER, "agx: the send buffer overlaps receive block " +
                                           str(static_cast<std::int64_t>(i)) +
                                           " (send and receive buffers must not alias; use "
                                           "MPI_IN_PLACE)");
     }
   } else {
-    offsets = packed_offsets(b);
+    packed_offsets(b, offsets);
     recv_tmp = allocate(b.total_bytes);
     recv_base = recv_tmp.get();
   }

@@ -77,12 +77,17 @@ using Bytes = std::unique_ptr<std::byte[]>;
 
 /// A call checked as MPI would check it and turned into bytes: the layout, the
 /// buffers libagx moves, and the temporaries for datatypes that are not contiguous.
-/// Made once per blocking or nonblocking call, once per persistent request.
+/// Made once per blocking call, once per persistent request; a nonblocking call's is
+/// reused (pmpi/pending.cpp: prepare() again, its vectors keep their capacity).
 /// Throws agx::Error with the MPI class for bad arguments.
 struct PreparedCall {
   explicit PreparedCall(const GatherCall& call);
   PreparedCall(const PreparedCall&) = delete;
   PreparedCall& operator=(const PreparedCall&) = delete;
+
+  /// Checks and turns `call` into bytes anew (what the constructor does): no allocation
+  /// where the blocks are no more than before and the datatypes are contiguous.
+  void prepare(const GatherCall& call);
 
   /// Packs what is not contiguous (the send data; in place, the own block) into the
   /// temporaries: before every start, as the user's data may have changed.

@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,11 +58,70 @@ int next_tag = 0;
 // Every nonblocking agx handle the user may still hold (from its start until MPI
 // frees it), with its communicator: MPI_Cancel must recognise it even after the data
 // has moved. Its own mutex: free_state runs inside MPI calls made under table_mutex.
+// A vector, not a map: it keeps its capacity, so a start and a free allocate nothing
+// (a handful of handles live at a time; a search of them is a few compares).
 std::mutex handles_mutex;
-std::map<MPI_Request, MPI_Comm> nonblocking_handles;
+std::vector<std::pair<MPI_Request, MPI_Comm>> nonblocking_handles;
+
+void add_handle(MPI_Request handle, MPI_Comm comm) {
+  std::lock_guard lock(handles_mutex);
+  nonblocking_handles.reserve(16);  // (at the first start)
+  nonblocking_handles.emplace_back(handle, comm);
+}
+
+// Idle nonblocking Pendings (at most `idle_limit`), reused by later starts with their
+// PreparedCall (its vectors keep their capacity): a repeated MPI_Iallgather + MPI_Wait
+// allocates nothing in agx (the generalized request is the MPI library's). Never
+// destroyed: MPI may free a handle at MPI_Finalize, after static destructors could run.
+constexpr std::size_t idle_limit = 16;
+std::mutex idle_mutex;
+std::vector<Pending*>& idle_pendings() {
+  static auto* const idle = new std::vector<Pending*>;
+  return *idle;
+}
+
+/// An idle Pending made ready for a nonblocking call of `c`, or a new one.
+std::unique_ptr<Pending> take_pending(const GatherCall& c) {
+  {
+    std::lock_guard lock(idle_mutex);
+    std::vector<Pending*>& idle = idle_pendings();
+    if (!idle.empty()) {
+      std::unique_ptr<Pending> p(idle.back());
+      idle.pop_back();
+      p->call->prepare(c);  // (throws for bad arguments: p is deleted, not pooled)
+      return p;
+    }
+  }
+  auto p = std::make_unique<Pending>();
+  p->call = std::make_unique<PreparedCall>(c);
+  return p;
+}
+
+/// A nonblocking Pending whose handle MPI frees: reset and kept for a later start
+/// (its request complete: the operation goes back to libagx's pool), or deleted.
+void recycle(Pending* p) {
+  p->request = Request();
+  p->encoded = EncodedRequest();
+  p->is_encoded = false;
+  p->handle = MPI_REQUEST_NULL;
+  p->running = false;
+  p->user_freed = false;
+  p->error = MPI_SUCCESS;
+  p->started = 0;
+  {
+    std::lock_guard lock(idle_mutex);
+    std::vector<Pending*>& idle = idle_pendings();
+    if (idle.size() < idle_limit) {
+      idle.reserve(idle_limit);
+      idle.push_back(p);
+      return;
+    }
+  }
+  delete p;
+}
 
 // Generalized request callbacks. The state is the Pending, owned by MPI from the
-// handle's completion on: free_state deletes it.
+// handle's completion on: free_state recycles it.
 int query_state(void* state, MPI_Status* status) {
   PMPI_Status_set_elements(status, MPI_BYTE, 0);
   PMPI_Status_set_cancelled(status, 0);
@@ -76,9 +134,11 @@ int free_state(void* state) {
   auto* p = static_cast<Pending*>(state);
   {
     std::lock_guard lock(handles_mutex);
-    nonblocking_handles.erase(p->handle);
+    const auto it = std::find_if(nonblocking_handles.begin(), nonblocking_handles.end(),
+                                 [&](const auto& h) { return h.first == p->handle; });
+    if (it != nonblocking_handles.end()) nonblocking_handles.erase(it);
   }
-  delete p;
+  recycle(p);
   return MPI_SUCCESS;
 }
 int cancel_state(void*, int) { return MPI_SUCCESS; }  // collectives cannot be cancelled
@@ -163,9 +223,8 @@ int start_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
   return guarded(c.comm, c.function, [&] {
     if (request == nullptr) throw Error(MPI_ERR_REQUEST, "agx: request pointer is NULL");
     *request = MPI_REQUEST_NULL;
-    auto p = std::make_unique<Pending>();
+    std::unique_ptr<Pending> p = take_pending(c);
     p->started = PMPI_Wtime();
-    p->call = std::make_unique<PreparedCall>(c);
     const PreparedCall& call = *p->call;
     call.stage_in();
     const Options options = pick_nonblocking_options(call);
@@ -179,10 +238,7 @@ int start_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
     check_mpi(PMPI_Grequest_start(query_state, free_state, cancel_state, p.get(), &p->handle),
               "MPI_Grequest_start");
     *request = p->handle;
-    {
-      std::lock_guard handles_lock(handles_mutex);
-      nonblocking_handles[p->handle] = c.comm;
-    }
+    add_handle(p->handle, c.comm);
     std::lock_guard lock(table_mutex);
     Pending& mine = *p.release();
     table.push_back(&mine);
@@ -303,8 +359,8 @@ bool cancel_refused(MPI_Request request, int* rc) noexcept {
   const char* function = "MPI_Cancel";
   {
     std::lock_guard lock(handles_mutex);
-    if (auto it = nonblocking_handles.find(request); it != nonblocking_handles.end())
-      comm = it->second;
+    for (const auto& [handle, on] : nonblocking_handles)
+      if (handle == request) comm = on;
   }
   if (comm == MPI_COMM_NULL && persistent_count.load() > 0) {
     std::lock_guard lock(table_mutex);
