@@ -1,4 +1,4 @@
-// shared_memory and hierarchical as schedules (lib/hier/node_planner.cpp), proven by the
+// shared_memory and hierarchical as schedules (lib/core/node_planner.cpp), proven by the
 // validator over placements up to 1024 ranks, and broken variants rejected. No MPI.
 
 #include <catch2/catch.hpp>
