@@ -4,9 +4,14 @@
 //
 //   device buffers                 lib/cuda's device path, settled first (the ranks agree
 //                                  on memory kinds), run whole
-//   shared_memory, hierarchical    lib/hier: a blocking call runs its tuned node stages,
-//                                  a nonblocking or persistent one the node schedule on
-//                                  lib/core's round engine (advanced by test())
+//   shared_memory, hierarchical    lib/hier: the node schedule (core/node_planner.cpp)
+//                                  on lib/core's round engine with lib/hier's segment; a
+//                                  blocking call runs it to the end on this thread
+//                                  (hier/node_call.hpp, run_node_schedule: on one node its
+//                                  copies staged, in the flag lines or by single copy;
+//                                  where every receive buffer is agx's memory, a direct
+//                                  write instead), a nonblocking or persistent one is
+//                                  advanced by test()
 //   every other algorithm          lib/core's round engine: an Execution per call, or a
 //                                  plan's, made persistent once (core/persistent.hpp)
 
