@@ -16,8 +16,11 @@
 #                across network-namespace nodes (about 60 s).
 #   build-asan   address and undefined-behaviour sanitizers, -O1, no werror: libagx and the
 #                programs of its runs only (about 590 s); the unit tests, the
-#                matrix at 1-3 ranks, split messages, nonblocking, the soak (about 120 s); its
-#                unit proofs stop at 256 ranks (AGX_TEST_MAX_RANKS; about 20 s instead of 140 s).
+#                matrix at 1-3 ranks, split messages, nonblocking, the soak, and the
+#                interposer's calls that outlive their communicator (MPI_Iallgather,
+#                MPI_Comm_free, MPI_Wait; libasan preloaded ahead of the interposer,
+#                test/pmpi/meson.build) (about 120 s); its unit proofs stop at 256 ranks
+#                (AGX_TEST_MAX_RANKS; about 20 s instead of 140 s).
 # Warnings are errors here (-Dwerror=true on the Open MPI and MPICH builds), not in the
 # default options users build with; a configure-only check (about 5 s) makes sure those
 # defaults stay free of werror. The full matrix of build combinations (release/debug,
@@ -119,7 +122,8 @@ asan_options=(-Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -D
               -Doptimization=1 -Dsoak_seconds=10 "-Dcpp_args=['-Wno-maybe-uninitialized','-Wno-subobject-linkage']" -Dunity=on)
 setup build-asan "${asan_options[@]}"
 asan_mpi=(allgather-np1 allgather-np2 allgather-np3 allgather-split-messages nb-np3 nb-setup-np3-nodes-1
-          soak-np4 soak-np5-virtual-nodes)
+          soak-np4 soak-np5-virtual-nodes
+          pmpi-comm-free-auto pmpi-comm-free-ring pmpi-comm-free-shared_memory)
 targets=$(test_targets build-asan unit "${asan_mpi[@]}")
 ninja -C build-asan $targets
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

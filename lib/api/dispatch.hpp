@@ -9,8 +9,12 @@
 //   own_copy    one rank: the own block's copy
 //   direct write, then   a blocking `auto` call on one node with blocks of direct
 //                        write's size tries it first (hier/direct_write.hpp)
-//   node        shared_memory, hierarchical: lib/hier's node schedule on lib/core's round
-//               engine (blocking: with its copy variants, hier/node_call.hpp)
+//   node        shared_memory, hierarchical: the node schedule (core/node_planner.cpp)
+//               on lib/core's round engine with lib/hier's segment; a blocking call runs
+//               it to the end on this thread (hier/node_call.hpp, run_node_schedule: on
+//               one node its copies staged, in the flag lines or by single copy; where
+//               every receive buffer is agx's memory, a direct write instead), a
+//               nonblocking or persistent one is advanced by test()
 //   point_to_point  lib/core's round engine: an Execution per call, or a plan's, made
 //               persistent once (core/persistent.hpp)
 

@@ -2,7 +2,7 @@
 """Launches an unmodified MPI program under LD_PRELOAD=libagx_pmpi.so at several
 rank counts and checks what the interposer printed.
 
-  run_pmpi.py --kind openmpi|mpich --mpirun PATH [--mpirun-arg ARG]... --preload SO
+  run_pmpi.py --kind openmpi|mpich --mpirun PATH [--mpirun-arg ARG]... --preload SO[:SO...]
               --np 1,2,3 [--algo NAME] [--env K=V]... [--expect-summary]
               [--expect-verbose] [--expect-warnings N] [--expect-mpi] -- PROGRAM [ARGS]
 

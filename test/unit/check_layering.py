@@ -3,14 +3,17 @@
 
 A folder may include its own headers and those of folders in lower layers only:
 
-  0  core                         schedules, planners' interface, round engine, selector
+  0  core                         schedules, planners' interface, node planners, round
+                                  engine, selector
   1  direct ring rd               point-to-point planners
-  2  hier                         node planners, shared segments, topology
+  2  hier                         shared segments and their copies, topology
   3  cuda                         device paths
   4  api                          set-up of a communicator and the dispatch among paths
   5  codec fused pmpi             built on the entry points
 
     test/unit/check_layering.py [SOURCE_ROOT]   # exit 0: clean; 1: each violation printed
+
+(At link level, lib/core is checked by the test 'core-links-alone': test/unit/meson.build.)
 """
 import pathlib
 import re

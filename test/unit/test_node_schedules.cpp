@@ -1,5 +1,8 @@
-// shared_memory and hierarchical as schedules (lib/hier/node_planner.cpp), proven by the
-// validator over placements up to 1024 ranks, and broken variants rejected. No MPI.
+// shared_memory and hierarchical as schedules (lib/core/node_planner.cpp), proven by the
+// validator over placements up to 1024 ranks (equal and unequal ranks per node, nodes of
+// 1 to 200 ranks, round-robin, 1-8 leaders), cut into the same messages on both sides
+// under any block sizes (zeros included), and broken variants rejected. No MPI.
+// AGX_TEST_MAX_RANKS (test_limits.hpp) scales the largest placements down.
 
 #include <catch2/catch.hpp>
 
@@ -10,11 +13,15 @@
 #include "core/validator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "test_layouts.hpp"
 #include "test_limits.hpp"
 
 using namespace agx;
@@ -45,6 +52,35 @@ std::vector<int> unequal(int n, int largest) {
     size = size % largest + 1;
   }
   return node_of;
+}
+
+// Consecutive nodes whose sizes cycle through `sizes` (the last node takes what is left).
+std::vector<int> mixed(int n, const std::vector<int>& sizes) {
+  std::vector<int> node_of;
+  for (std::size_t node = 0; static_cast<int>(node_of.size()) < n; ++node)
+    for (int i = 0; i < sizes[node % sizes.size()] && static_cast<int>(node_of.size()) < n; ++i)
+      node_of.push_back(static_cast<int>(node));
+  return node_of;
+}
+
+// The same nodes with their ranks scattered: each node's size stays, its members are
+// no longer consecutive, and node ids no longer follow the lowest rank.
+std::vector<int> scattered(std::vector<int> node_of, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::shuffle(node_of.begin(), node_of.end(), rng);
+  for (int& j : node_of) j = 5000 - j;
+  return node_of;
+}
+
+// The largest rank count the scale tests use (1024, or AGX_TEST_MAX_RANKS).
+int scale_ranks() { return std::min(1024, agx_test::max_ranks()); }
+
+std::size_t smallest_node(const std::vector<int>& node_of) {
+  std::map<int, std::size_t> sizes;
+  for (int j : node_of) ++sizes[j];
+  std::size_t smallest = node_of.size();
+  for (const auto& [j, size] : sizes) smallest = std::min(smallest, size);
+  return smallest;
 }
 
 NodeShape shape_of(std::vector<int> node_of, int leaders = 1, std::optional<AlgorithmChoice> inter = {},
@@ -129,9 +165,102 @@ TEST_CASE("hierarchical: valid at scale (up to 1024 ranks) with the inter-node r
       }
     }
   }
-  const int rr_n = std::min(1024, agx_test::max_ranks()) / 8 * 8;
-  const NodeShape rr = shape_of(round_robin(rr_n, rr_n / 8), 8, std::nullopt, 1);
-  CHECK(check(Algorithm::hierarchical, rr) == "");
+}
+
+TEST_CASE("hierarchical: unequal ranks per node at scale (nodes of 1 to 200 ranks)", "[node]") {
+  const int n = scale_ranks();
+  struct Case {
+    const char* name;
+    std::vector<int> node_of;
+  };
+  const Case cases[] = {
+      {"nodes of 1, 7, 64, 200 ranks in turn", mixed(n, {1, 7, 64, 200})},
+      {"the same, ranks scattered over the nodes", scattered(mixed(n, {1, 7, 64, 200}), 1)},
+      {"nodes of 8, 13, 64, 200, 9 ranks in turn", mixed(n, {8, 13, 64, 200, 9})},
+      {"the same, ranks scattered over the nodes", scattered(mixed(n, {8, 13, 64, 200, 9}), 2)},
+      {"one large node and nodes of 1 rank", mixed(n, {std::max(1, n - 23), 1})},
+  };
+  for (const Case& c : cases) {
+    for (int leaders : {1, 2, 4, 8}) {
+      // Leaders are clamped to the smallest node: no use proving the same schedule twice.
+      if (leaders > 1 && static_cast<std::size_t>(leaders) > smallest_node(c.node_of)) continue;
+      for (std::size_t total : {std::size_t{1024}, std::size_t{1} << 24}) {  // both sides of the rule
+        const NodeShape shape = shape_of(c.node_of, leaders, std::nullopt, total);
+        INFO("N = " << n << ", " << c.name << " (" << Placement(shape.node_of).nodes() << " nodes), "
+                    << leaders << " leaders, " << total << " B");
+        REQUIRE(hier_leaders(shape) == leaders);
+        CHECK(check(Algorithm::hierarchical, shape) == "");
+      }
+    }
+  }
+  // Every inter-node algorithm between unequal nodes, 4 leaders each carrying a slice.
+  for (const AlgorithmChoice& inter : {AlgorithmChoice{Algorithm::direct, 0}, AlgorithmChoice{Algorithm::ring, 0},
+                                       AlgorithmChoice{Algorithm::neighbor_exchange, 0},
+                                       AlgorithmChoice{Algorithm::recursive_doubling, 0},
+                                       AlgorithmChoice{Algorithm::bruck, 4},
+                                       AlgorithmChoice{Algorithm::distance_halving, 0}}) {
+    const NodeShape shape = shape_of(cases[3].node_of, 4, inter);
+    INFO("N = " << n << ", " << cases[3].name << ", inter " << to_string(inter));
+    CHECK(check(Algorithm::hierarchical, shape) == "");
+  }
+}
+
+TEST_CASE("hierarchical: round-robin at scale with 1, 2, 4 and 8 leaders", "[node]") {
+  const int n = scale_ranks();
+  // n/8 nodes of 8 ranks each; n/10 nodes of 10 or 11 ranks (unequal, interleaved).
+  // Each leader count once, each side of the inter-node rule twice (small: recursive
+  // doubling or Bruck; large: neighbour exchange or ring).
+  const std::pair<int, std::size_t> runs[] = {{1, 1}, {2, std::size_t{1} << 24}, {4, 1}, {8, std::size_t{1} << 24}};
+  for (int nodes : {n / 8, n / 10}) {
+    if (nodes < 2) continue;
+    for (const auto& [leaders, total] : runs) {
+      const NodeShape shape = shape_of(round_robin(n, nodes), leaders, std::nullopt, total);
+      INFO("N = " << n << ", round-robin over " << nodes << " nodes, " << leaders << " leaders, "
+                  << total << " B");
+      REQUIRE(hier_leaders(shape) == leaders);
+      CHECK(check(Algorithm::hierarchical, shape) == "");
+    }
+  }
+}
+
+// The byte level (validate_messages, as test_schedules.cpp runs it for the point-to-point
+// planners): the leaders' transfers from and into the segment cut the same messages on
+// both sides whatever the block sizes, zero-size blocks and all-zero calls included, and
+// a zero-byte transfer sends nothing. (The segment holds each block at the same size as
+// the layout, so the layout's sizes are the segment's.)
+TEST_CASE("node schedules cut the same messages on both sides for any block sizes", "[node][validator]") {
+  struct Case {
+    Algorithm a;
+    NodeShape shape;
+  };
+  std::vector<Case> cases;
+  for (int n : {1, 2, 3, 5, 8, 13, 33, 64, 100}) {
+    cases.push_back({Algorithm::shared_memory, shape_of(std::vector<int>(static_cast<std::size_t>(n), 0))});
+    if (n < 3) continue;
+    for (int leaders : {1, 2, 4}) {
+      cases.push_back({Algorithm::hierarchical, shape_of(blocked(n, 4), leaders)});
+      cases.push_back({Algorithm::hierarchical, shape_of(round_robin(n, std::max(2, n / 3)), leaders)});
+      cases.push_back({Algorithm::hierarchical, shape_of(unequal(n, 4), leaders, AlgorithmChoice{Algorithm::ring, 0})});
+    }
+  }
+  const int n = std::max(64, scale_ranks());
+  cases.push_back({Algorithm::hierarchical, shape_of(scattered(mixed(n, {8, 13, 64, 200, 9}), 3), 4)});
+  cases.push_back({Algorithm::hierarchical, shape_of(round_robin(n, n / 10), 8, std::nullopt, std::size_t{1} << 24)});
+  for (const Case& c : cases) {
+    const int ranks = static_cast<int>(c.shape.node_of.size());
+    const std::vector<Schedule> schedules = plan_all(c.a, c.shape);
+    REQUIRE(validate(schedules, c.shape.node_of) == "");
+    for (int pattern = 0; pattern < agx_test::size_patterns; ++pattern) {
+      const auto bytes = agx_test::sizes_for(ranks, pattern);
+      const auto offsets = agx_test::reversed_offsets(bytes);
+      const Layout layout = Layout::varying(bytes, offsets);  // (non-owning)
+      for (std::size_t max_bytes : {std::size_t{7}, std::size_t{64}, std::size_t{1} << 30}) {
+        INFO(to_string(c.a) << " N=" << ranks << " on " << Placement(c.shape.node_of).nodes() << " nodes, "
+                            << c.shape.leaders << " leaders, pattern " << pattern << ", max " << max_bytes);
+        REQUIRE(validate_messages(schedules, layout, max_bytes) == "");
+      }
+    }
+  }
 }
 
 TEST_CASE("hierarchical: one rank per node is the inter-node schedule, one node shared_memory", "[node]") {
@@ -189,6 +318,74 @@ TEST_CASE("node validator: broken node schedules are rejected", "[node]") {
   }
 }
 
+TEST_CASE("node validator: broken node schedules at scale are rejected", "[node]") {
+  // Unequal nodes with scattered ranks, 4 leaders each carrying a slice, ring between the
+  // nodes (so that what a leader receives into the segment is sent on the next round).
+  // At least 64 ranks (3 nodes, what every test proves uncapped) under AGX_TEST_MAX_RANKS.
+  static const NodeShape shape = shape_of(scattered(mixed(std::max(64, scale_ranks()), {8, 13, 64, 200, 9}), 2), 4,
+                                          AlgorithmChoice{Algorithm::ring, 0});
+  static const std::vector<Schedule> good = [] {
+    auto s = plan_all(Algorithm::hierarchical, shape);
+    REQUIRE(validate(s, shape.node_of) == "");
+    return s;
+  }();
+  REQUIRE(Placement(shape.node_of).nodes() >= 3);
+  const int n = static_cast<int>(shape.node_of.size());
+  // The first rank whose round 1 sends from the segment: a leader.
+  int leader = 0;
+  while (leader < n && (good[leader].rounds.size() < 2 || good[leader].rounds[1].sends.empty())) ++leader;
+  REQUIRE(leader < n);
+  const Transfer& first_send = good[leader].rounds[1].sends.front();
+  REQUIRE(first_send.place == Place::segment);
+  const int peer = first_send.peer;
+  auto matching_recv = [&](const std::vector<Schedule>& s, int at) {
+    const auto& recvs = s[at].rounds[1].recvs;
+    return std::find_if(recvs.begin(), recvs.end(), [&](const Transfer& r) { return r.peer == leader; }) - recvs.begin();
+  };
+
+  SECTION("a leader that skips one receive of the inter-node schedule") {
+    auto s = good;
+    auto& recvs = s[peer].rounds[1].recvs;
+    recvs.erase(recvs.begin() + matching_recv(s, peer));
+    CHECK(validate(s, shape.node_of).find("is never received") != std::string::npos);
+  }
+  SECTION("a slice received into the leader's buffer instead of the segment") {
+    auto s = good;
+    s[peer].rounds[1].recvs[static_cast<std::size_t>(matching_recv(s, peer))].place = Place::buffer;
+    CHECK(validate(s, shape.node_of).find("does not hold in its node's segment") != std::string::npos);
+  }
+  SECTION("a slice sent to another leader of the peer node, which the right leader then sends on") {
+    // Leader l' of the peer node receives slice l; leader l, which forwards slice l in
+    // round 2, never received it: no flag tells it when the slice is there.
+    int other = -1;
+    for (int r = 0; r < n && other < 0; ++r)
+      if (r != peer && shape.node_of[r] == shape.node_of[peer] && !good[r].rounds[1].recvs.empty()) other = r;
+    REQUIRE(other >= 0);
+    auto s = good;
+    auto& from = s[peer].rounds[1].recvs;
+    const auto at = from.begin() + matching_recv(s, peer);
+    s[other].rounds[1].recvs.push_back(*at);
+    from.erase(at);
+    s[leader].rounds[1].sends.front().peer = other;
+    CHECK(validate(s, shape.node_of).find("received there") != std::string::npos);
+  }
+  SECTION("a last get that misses one block of another node") {
+    auto s = good;
+    auto& spans = s[n / 2].rounds.back().node.back().blocks;
+    REQUIRE_FALSE(spans.empty());
+    if (--spans.back().count == 0) spans.pop_back();
+    CHECK(validate(s, shape.node_of).find("ends without block") != std::string::npos);
+  }
+  SECTION("a rank that puts a block it does not hold") {
+    auto s = good;
+    s[n - 1].rounds[0].node.front().blocks = {{0, 1}};
+    CHECK(validate(s, shape.node_of).find("it does not hold") != std::string::npos);
+  }
+  SECTION("the schedules of another placement (the same nodes, ranks not scattered)") {
+    CHECK(validate(good, mixed(n, {8, 13, 64, 200, 9})) != "");
+  }
+}
+
 TEST_CASE("cost model: node algorithms are priced from their schedules", "[node][cost]") {
   const CostParams c;
   const std::size_t m = 1 << 20;
@@ -212,4 +409,18 @@ TEST_CASE("cost model: node algorithms are priced from their schedules", "[node]
   const double ring = predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, big, two, c, false, stage_of(1, AlgorithmChoice{Algorithm::ring, 0}));
   const double direct = predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, big, two, c, false, stage_of(1, AlgorithmChoice{Algorithm::direct, 0}));
   CHECK(ring == Approx(direct));  // two nodes: both are one exchange of the aggregates
+  // Zero-size blocks: some, or all (a call of no bytes still synchronizes its node).
+  for (int pattern : {1, 2, 3}) {
+    const auto bytes = agx_test::sizes_for(8, pattern);
+    const auto offsets = agx_test::reversed_offsets(bytes);
+    const Layout zeros = Layout::varying(bytes, offsets);
+    for (Algorithm a : {Algorithm::shared_memory, Algorithm::hierarchical}) {
+      const Placement where = a == Algorithm::shared_memory ? Placement::single_node(8) : two;
+      const double t = predict_algorithm(AlgorithmChoice{a, 0}, zeros, where, c, false, stage_of(2));
+      INFO(to_string(a) << ", pattern " << pattern);
+      CHECK(std::isfinite(t));
+      CHECK(t > 0);
+      CHECK(t <= predict_algorithm(AlgorithmChoice{a, 0}, big, where, c, false, stage_of(2)));
+    }
+  }
 }

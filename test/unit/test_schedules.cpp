@@ -10,10 +10,10 @@
 #include "core/validator.hpp"
 
 #include <algorithm>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "test_layouts.hpp"
 #include "test_limits.hpp"
 
 using namespace agx;
@@ -55,31 +55,6 @@ std::vector<Variant> variants() {
   return v;
 }
 
-// Block sizes: equal, uneven with zeros, one huge block; offsets in reverse order with gaps.
-std::vector<std::size_t> sizes_for(int n, int pattern) {
-  std::vector<std::size_t> bytes(static_cast<std::size_t>(n));
-  std::mt19937 rng(static_cast<unsigned>(n * 7 + pattern));
-  for (int i = 0; i < n; ++i) {
-    switch (pattern) {
-      case 0: bytes[i] = 24; break;
-      case 1: bytes[i] = (i % 3 == 1) ? 0 : rng() % 50; break;
-      case 2: bytes[i] = (i == n / 2) ? 5000 : 0; break;
-      default: bytes[i] = 0;
-    }
-  }
-  return bytes;
-}
-
-std::vector<std::size_t> reversed_offsets(const std::vector<std::size_t>& bytes) {
-  std::vector<std::size_t> offsets(bytes.size());
-  std::size_t at = 3;
-  for (std::size_t i = bytes.size(); i-- > 0;) {
-    offsets[i] = at;
-    at += bytes[i] + 3;  // gaps between blocks
-  }
-  return offsets;
-}
-
 }  // namespace
 
 TEST_CASE("every algorithm's schedule is a correct all-gather", "[validator]") {
@@ -96,9 +71,9 @@ TEST_CASE("schedules cut the same messages on both sides for any block sizes", "
   for (const Variant& v : variants()) {
     for (int n : {1, 2, 3, 5, 8, 13, 33, 64, 100}) {
       const auto schedules = plan_all(*v.planner, n, v.radix);
-      for (int pattern = 0; pattern < 4; ++pattern) {
-        const auto bytes = sizes_for(n, pattern);
-        const auto offsets = reversed_offsets(bytes);
+      for (int pattern = 0; pattern < agx_test::size_patterns; ++pattern) {
+        const auto bytes = agx_test::sizes_for(n, pattern);
+        const auto offsets = agx_test::reversed_offsets(bytes);
         for (std::size_t max_bytes : {std::size_t{7}, std::size_t{64}, std::size_t{1} << 30}) {
           INFO(v.name << " (radix " << v.radix << ") N=" << n << " pattern=" << pattern << " max=" << max_bytes);
           REQUIRE(validate_messages(schedules, Layout::varying(bytes, offsets), max_bytes) == "");

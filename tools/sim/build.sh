@@ -3,15 +3,15 @@
 # same sources as libagx: lib/core's schedule, planner, registry, message, executor (with
 # its timeout and integrity checks and CRC32C), validator, cost model, config, tuning and
 # selector (select.cpp), the planner file of each AGX_PLANNER entry of the registry's data
-# (include/agx/algorithms.def, as meson.build reads it), lib/hier/node_planner.cpp (the
+# (include/agx/algorithms.def, as meson.build reads it), lib/core/node_planner.cpp (the
 # shared_memory and hierarchical planners), plus tools/sim (driver, the simulator's node
 # model, its progress model and the fair baselines), and lib/core's communicator context
 # and descriptor cache (the executor asks them for compiled messages; the simulator's
-# communicators have no context, so every simulated call plans its own). The rest of
-# lib/hier (shared memory, hwloc), lib/pmpi and lib/api are not compiled: select.cpp also
-# holds the communicator's entry points, which build lib/hier's context; the simulator
-# never calls them, and the linker drops them (-ffunction-sections, --gc-sections), so
-# their references to lib/hier and CommContext are never resolved.
+# communicators have no context, so every simulated call plans its own). lib/hier
+# (shared memory, hwloc), lib/pmpi and lib/api are not compiled: lib/core needs nothing of
+# them (the test 'core-links-alone'). The lib/core files left out (nonblocking and
+# persistent operations, the consistency checks) serve only code the simulator never
+# calls, which the linker drops (-ffunction-sections, --gc-sections).
 #
 #   tools/sim/build.sh [OUTDIR]      # default build-sim/; prints the binary's path
 # Exit status 77 when smpicxx is missing (apt-get install libsimgrid-dev simgrid).
@@ -29,7 +29,7 @@ sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/co
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/settings.cpp
          lib/core/tuning.cpp lib/core/select.cpp lib/core/choose.cpp
-         "${planners[@]}" lib/hier/node_planner.cpp
+         "${planners[@]}" lib/core/node_planner.cpp
          tools/sim/baselines.cpp tools/sim/routes.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
 flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections
        -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")
