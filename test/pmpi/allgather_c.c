@@ -52,6 +52,22 @@ static void ok(int rc, const char* what) {
   if (rc == MPI_SUCCESS) ++agx_calls_made;
 }
 
+/* The interposer's count of encoded calls (AGX_COMPRESS), 0 when it is not loaded. */
+static unsigned long long encoded_calls(void) {
+  typedef unsigned long long (*count_fn)(void);
+  count_fn f = (count_fn)(size_t)dlsym(RTLD_DEFAULT, "agx_pmpi_encoded_calls");
+  return f != NULL ? f() : 0;
+}
+
+/* Whether every blocking call with bytes should run encoded: AGX_COMPRESS=lz4 or zstd
+   with AGX_COMPRESS_MIN_BYTES=1, through agx. */
+static int expect_compressed(void) {
+  const char* c = getenv("AGX_COMPRESS");
+  const char* m = getenv("AGX_COMPRESS_MIN_BYTES");
+  return expect_agx && c != NULL && (strcmp(c, "lz4") == 0 || strcmp(c, "zstd") == 0) &&
+         m != NULL && strcmp(m, "1") == 0;
+}
+
 /* MPI_Allgather of MPI_INT, out of place and in place, with guards at both ends. */
 static void test_uniform(MPI_Comm comm) {
   static const int counts[] = {0, 1, 7, MAX_COUNT};
@@ -76,26 +92,24 @@ static void test_uniform(MPI_Comm comm) {
         for (int i = 0; i < c; ++i)
           CHECK(recv[1 + b * c + i] == value(b, i), "count %d in_place %d block %d elem %d: %d",
                 c, in_place, b, i, recv[1 + b * c + i]);
+      /* The same shape again (the interposer's repeated-call path): under AGX_COMPRESS
+         (pmpi-c-compress-*) each call still runs encoded, not only the first. */
+      if (!in_place && c > 0) {
+        const unsigned long long encoded_before = encoded_calls();
+        for (int rep = 0; rep < 3; ++rep)
+          ok(MPI_Allgather(send, c, MPI_INT, recv + 1, c, MPI_INT, comm), "MPI_Allgather again");
+        if (expect_compressed())
+          CHECK(encoded_calls() == encoded_before + 3, "repeated MPI_Allgather of count %d ran "
+                "encoded %llu times of 3 under AGX_COMPRESS", c, encoded_calls() - encoded_before);
+        for (int b = 0; b < n; ++b)
+          for (int i = 0; i < c; ++i)
+            CHECK(recv[1 + b * c + i] == value(b, i), "repeated: count %d block %d elem %d: %d",
+                  c, b, i, recv[1 + b * c + i]);
+      }
       free(send);
       free(recv);
     }
   }
-}
-
-/* The interposer's count of encoded calls (AGX_COMPRESS), 0 when it is not loaded. */
-static unsigned long long encoded_calls(void) {
-  typedef unsigned long long (*count_fn)(void);
-  count_fn f = (count_fn)(size_t)dlsym(RTLD_DEFAULT, "agx_pmpi_encoded_calls");
-  return f != NULL ? f() : 0;
-}
-
-/* Whether every blocking call with bytes should run encoded: AGX_COMPRESS=lz4 or zstd
-   with AGX_COMPRESS_MIN_BYTES=1, through agx. */
-static int expect_compressed(void) {
-  const char* c = getenv("AGX_COMPRESS");
-  const char* m = getenv("AGX_COMPRESS_MIN_BYTES");
-  return expect_agx && c != NULL && (strcmp(c, "lz4") == 0 || strcmp(c, "zstd") == 0) &&
-         m != NULL && strcmp(m, "1") == 0;
 }
 
 /* MPI_Allgatherv with zero counts and blocks in reverse rank order, gaps between. */
