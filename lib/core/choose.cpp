@@ -42,13 +42,4 @@ CallChoice choose(Selector& selector, const Layout& layout, const Options& optio
   return c;
 }
 
-const char* to_string(CallPath path) {
-  switch (path) {
-    case CallPath::own_copy: return "own copy";
-    case CallPath::point_to_point: return "point-to-point";
-    case CallPath::node: return "node";
-  }
-  return "unknown";
-}
-
 }  // namespace agx

@@ -2,8 +2,8 @@
 // The one chooser (docs/algorithms.md, "Choosing what runs"): what runs a call -- the
 // algorithm, its parameters and the path -- for blocking, nonblocking, persistent,
 // device and simulated calls alike. Pure, no MPI: the caller states the call's facts.
-// lib/api/chooser.cpp gathers them for a communicator (and runs the choice,
-// api/dispatch.hpp); tools/sim states them for a simulated one.
+// lib/api/dispatch.cpp (choose_call) gathers them for a communicator and runs the
+// choice (run_blocking, StartedCall); tools/sim states them for a simulated one.
 //
 //   1. the algorithm: Options::algorithm, then AGX_ALGO, then the selector (`auto`:
 //      the tuning file's measured winner, else the model's argmin; select.hpp)
@@ -65,7 +65,6 @@ struct CallChoice {
   bool deferred = false;          ///< the first-call rule swapped a node path (3. above)
   bool try_direct_write = false;  ///< try direct write first (4. above)
   bool device = false;            ///< lib/cuda settles the call first (5. above)
-  friend bool operator==(const CallChoice&, const CallChoice&) = default;
 };
 
 /// Whether `a` runs through a node's shared segment (shared_memory, hierarchical): a
@@ -81,8 +80,5 @@ CallChoice choose(Selector& selector, const Layout& layout, const Options& optio
 /// Whether `options` leave the choice to agx (no forced algorithm, nor AGX_ALGO where
 /// the environment counts).
 bool is_automatic(const Options& options);
-
-/// A short name of the path for logs and agx-info: "point-to-point", "node", ...
-const char* to_string(CallPath path);
 
 }  // namespace agx

@@ -15,6 +15,7 @@
 #include <agx/error.hpp>
 
 #include "api/context.hpp"
+#include "api/dispatch.hpp"
 #include "codec/encoded_call.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
@@ -22,7 +23,6 @@
 #include "core/select.hpp"
 #include "cuda/device_path.hpp"
 #include "cuda/memory.hpp"
-#include "api/dispatch.hpp"
 #include "pmpi/datatype.hpp"
 #include "pmpi/fast_call.hpp"
 #include "pmpi/raise.hpp"
