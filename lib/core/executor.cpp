@@ -83,8 +83,13 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
   // How many segment sends wait for their blocks depends on timing: room for all of a
   // round's, so that a rebound execution (rebind) never allocates for them.
   std::size_t sends = 0;
-  for (const Round& round : schedule_.rounds) sends = std::max(sends, round.sends.size());
+  bool messages = false;
+  for (const Round& round : schedule_.rounds) {
+    sends = std::max(sends, round.sends.size());
+    messages = messages || !round.sends.empty() || !round.recvs.empty();
+  }
   deferred_.reserve(sends);
+  message_free_ = !messages;
 }
 
 void Execution::rebind(const Buffers& buffers, const Layout& layout, int tag, NodeSegment& node) {
@@ -230,6 +235,11 @@ void Execution::abandon() noexcept {
 }
 
 void Execution::start() {
+  if (message_free_ && !polling()) {
+    start_local();
+    return;
+  }
+  local_ = false;
   if (!compiled_ && node_ == nullptr && pieces_ == nullptr && stored_.empty() &&
       !schedule_.rounds.empty())
     use_compiled();
@@ -262,6 +272,7 @@ void Execution::start() {
 }
 
 bool Execution::test() {
+  if (local_) return test_local();
   try {
     if (polling() && !poll()) return false;
     while (round_ < schedule_.rounds.size()) {
@@ -325,6 +336,58 @@ bool Execution::post_deferred() {
   deferred_.resize(kept);
   if (timeout_ > 0) done_indices_.resize(requests_.size());
   return deferred_.empty();
+}
+
+// The message-free lane: a node schedule of one node (puts and gets only, no message)
+// without AGX_TIMEOUT's clock or hooks needs nothing of the post loop, the request
+// vectors or MPI: each round puts its blocks when it begins and polls its gets until
+// they are all copied, on the same NodeSegment calls as the general loop, with the same
+// end (finish(), finished(), the disagreement thrown after the last round).
+void Execution::start_local() {
+  local_ = true;
+  started_ = true;
+  round_ = 0;
+  try {
+    begin_local_round();
+  } catch (...) {
+    abandon();
+    throw;
+  }
+  const std::size_t own = layout_.bytes(schedule_.rank);
+  if (!buffers_.in_place && own > 0)
+    copy_bytes(static_cast<std::byte*>(buffers_.recv) + layout_.offset(schedule_.rank),
+               buffers_.send, own);
+}
+
+void Execution::begin_local_round() {
+  for (; round_ < schedule_.rounds.size(); ++round_) {
+    std::size_t gets = 0;
+    for (const NodeOp& op : schedule_.rounds[round_].node) {
+      if (op.kind == NodeOp::Kind::put) node_->put(op, buffers_, layout_);
+      else ++gets;
+    }
+    if (gets > 0) {
+      cursors_.assign(gets, GetCursor{});
+      return;
+    }
+  }
+  node_->finish();
+}
+
+bool Execution::test_local() {
+  try {
+    while (round_ < schedule_.rounds.size()) {
+      if (!gets_done()) return false;
+      ++round_;
+      begin_local_round();
+    }
+    if (!node_->finished()) return false;
+  } catch (...) {
+    abandon();
+    throw;
+  }
+  if (node_->disagreement()) std::rethrow_exception(node_->disagreement());
+  return true;
 }
 
 bool Execution::gets_done() {

@@ -147,6 +147,9 @@ class Execution {
   bool polling() const { return timeout_ > 0 || hooks_ != nullptr; }
   bool poll();  // AGX_TIMEOUT or hooks: one MPI_Testsome; true when every round is done
   bool gets_done();  // polls the round's gets; true when all are complete
+  void start_local();        // the message-free lane (executor.cpp): start()
+  void begin_local_round();  // puts of round_ on (rounds of puts only pass); finish() after the last
+  bool test_local();         // test()
   bool post_deferred();  // posts segment sends whose blocks arrived; true when none is left
   void post_transfer(bool is_send, const Transfer& t, std::size_t k, bool checksums);
   [[noreturn]] void stalled();
@@ -205,6 +208,8 @@ class Execution {
   ExecutionScratch* scratch_ = nullptr;         // compiled_'s vectors, swapped in
   // Node-level operations (null node_: a point-to-point schedule):
   NodeSegment* node_ = nullptr;
+  bool message_free_ = false;  // a node schedule without messages (one node)
+  bool local_ = false;         // this start runs on the message-free lane
   const BlockPieces* pieces_ = nullptr;  // use_block_pieces
   ExecutionHooks* hooks_ = nullptr;      // use_hooks
   std::vector<std::size_t> recv_begin_;  // hooks: where each receive starts in its transfer

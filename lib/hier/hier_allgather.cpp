@@ -39,6 +39,7 @@
 #include "core/nonblocking.hpp"
 #include "core/comm_context.hpp"
 #include "core/config.hpp"
+#include "core/timeout.hpp"
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
 #include "core/planner.hpp"
@@ -47,6 +48,7 @@
 #include "hier/hier_context.hpp"
 #include "hier/block_pieces.hpp"
 #include "hier/copy_choice.hpp"
+#include "hier/node_copies.hpp"
 #include "hier/settings.hpp"
 
 #include <algorithm>
@@ -87,6 +89,30 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   h.prepare_node();
   h.running = a;
   const Topology& t = h.topo;
+  // The repeated small call of one node first, with nothing else looked at: every block
+  // fits a flag line (uniform blocks: no pass over the ranks).
+  if (t.nnodes == 1 && t.size > 1 && pieces == nullptr) {
+    std::size_t total = 0, largest = 0;
+    if (layout.is_uniform()) {
+      largest = layout.bytes(0);
+      total = largest * static_cast<std::size_t>(t.size);
+    } else {
+      for (int r = 0; r < t.size; ++r) {
+        total += layout.bytes(r);
+        largest = std::max(largest, layout.bytes(r));
+      }
+    }
+    const std::size_t mean = total / static_cast<std::size_t>(t.size);
+    if (total > 0 && largest <= InlineBlock::capacity && !direct_write_size(mean)) {
+      ++h.inline_calls;
+      h.wait_style_for(mean);
+      if (timeout_seconds() > 0)  // (the engine's polls keep AGX_TIMEOUT's clock)
+        run_node_schedule(ctx, a, buffers, layout, total, nullptr, NodeCopies::flag_lines);
+      else
+        run_flag_lines(h, node_plan(h, a, total).schedule, buffers, layout);  // node_copies.hpp
+      return;
+    }
+  }
   if (a == Algorithm::shared_memory && t.nnodes > 1)
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
                                  std::to_string(t.size) + " ranks span " +
@@ -161,8 +187,13 @@ NodeStageParams stage_params(const HierContext& h) {
 
 void run(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layout& layout,
          bool checked) {
+  const Config& c = config();
+  if (!checked || (!c.integrity && !c.flip)) {  // (no end-to-end check: the usual call)
+    run_path(ctx, a, buffers, layout);
+    return;
+  }
   const Checks checks = Checks::of(a);
-  if (!checked || !EndToEnd::needed(checks, ctx.rank())) {
+  if (!EndToEnd::needed(checks, ctx.rank())) {
     run_path(ctx, a, buffers, layout);
     return;
   }

@@ -144,6 +144,16 @@ void HierContext::wait_done(std::uint64_t gen) {
 
 void HierContext::finish_call(std::uint64_t gen) {
   Slot& own = own_slot();
+  if (engine_gen_ == 0) {
+    // No call of the round engine ever ran here: the blocking calls finish in order, one
+    // at a time (a second thread's blocking call on this communicator at the same time
+    // would be erroneous), so the watermarks are the call itself, without the lock.
+    ready_.mark = done_.mark = gen;
+    own.ready.store(gen, std::memory_order_release);
+    own.done.store(gen, std::memory_order_release);
+    notify();
+    return;
+  }
   {
     std::lock_guard lock(finish_mutex_);
     finish_locked(ready_, own.ready, gen);

@@ -4,6 +4,7 @@
 // hier/hier.hpp; this header adds what node_call.cpp shares with hier_allgather.cpp.
 
 #include "hier/hier.hpp"
+#include "hier/hier_context.hpp"
 
 #include <agx/algorithm.hpp>
 
@@ -14,6 +15,10 @@ namespace agx::hier {
 /// The inter-node algorithm of a call of `total` bytes on `nnodes` nodes (AGX_HIER_INTER
 /// or the rule; hier_allgather.cpp).
 AlgorithmChoice inter_algorithm(int nnodes, std::size_t total);
+
+/// The node schedule of `a` for calls of `total` bytes on this communicator, planned once
+/// (node_call.cpp).
+HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total);
 
 /// How a blocking call's puts and gets copy (node_copies.hpp): staged through the
 /// segment (any call), in the flag lines or by single copy (one node only).

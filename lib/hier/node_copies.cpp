@@ -6,6 +6,7 @@
 
 #include "core/copy.hpp"
 #include "hier/block_pieces.hpp"
+#include "hier/wait.hpp"
 
 #include <sys/uio.h>
 
@@ -90,45 +91,108 @@ int waiting_block(const NodeOp& op, const GetCursor& c) {
 
 // --- flag lines -----------------------------------------------------------------------
 
-void InlineCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
-  const int me = h_.topo.rank;
-  own_only(op, me, "the flag-line copies");
-  InlineBlock& own = h_.own_slot().inline_data[gen_ & 1];
-  const std::size_t bytes = layout.bytes(me);
+namespace {
+
+// The own block `bytes` (from `src`, or gathered from `pieces` where not null) into the
+// own flag line of call `gen`, then the sequence word that shows it.
+void put_line(HierContext& h, std::uint64_t gen, const std::byte* src, const BlockPieces* pieces,
+              std::size_t bytes) {
+  InlineBlock& own = h.own_slot().inline_data[gen & 1];
   if (bytes > InlineBlock::capacity)
     throw Error(MPI_ERR_INTERN, "agx: a block of " + std::to_string(bytes) +
                                     " bytes does not fit a flag line");
-  if (bytes > 0 && pieces_ != nullptr) gather_pieces(own.bytes, pieces_of(*pieces_, me), 0, bytes);
-  else if (bytes > 0) copy_bytes(own.bytes, own_source(mine, layout, me), bytes);
-  own.seq.store(gen_ << bits | bytes, std::memory_order_release);
-  h_.notify();
+  if (bytes > 0 && pieces != nullptr) gather_pieces(own.bytes, pieces_of(*pieces, h.topo.rank), 0, bytes);
+  else if (bytes > 0) copy_bytes(own.bytes, src, bytes);
+  own.seq.store(gen << bits | bytes, std::memory_order_release);
+  h.notify();
+}
+
+// Where local rank j's line of call `gen` stands: the sequence word, once it shows the
+// call (true), or once `misses` polls found that j put its block another way (its counts
+// give it another path: true too, the word still below the call). Looks at j's progress
+// flag only after `patience` polls: that line is the owner's busiest, and a look costs a
+// cache miss the usual call does not pay. (Read in this order: a flag-line write of this
+// call comes before any later call's progress.)
+bool line_settled(const HierContext& h, int j, std::uint64_t gen, int& misses, std::uint64_t& seen) {
+  const InlineBlock& line = h.slot(j).inline_data[gen & 1];
+  seen = line.seq.load(std::memory_order_acquire);
+  if ((seen >> bits) >= gen) return true;
+  if (++misses < patience || h.slot(j).progress.load(std::memory_order_acquire) < progress_mark(gen, 0))
+    return false;
+  seen = line.seq.load(std::memory_order_acquire);
+  return true;
+}
+
+// The block of local rank j in its settled line (`seen`) into `dst` (or scattered into
+// `pieces` where not null): null, or the disagreement on the counts (nothing copied).
+std::exception_ptr get_line(const HierContext& h, int j, std::uint64_t gen, std::uint64_t seen,
+                            int block, std::size_t bytes, std::byte* dst, const BlockPieces* pieces) {
+  if ((seen >> bits) < gen) return std::make_exception_ptr(another_path(h, j, gen, block));
+  if (const std::size_t wrote = seen & size_mask; wrote != bytes)
+    return std::make_exception_ptr(Error(
+        MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: block " + std::to_string(block) +
+                              " holds " + std::to_string(bytes) + " bytes here, its owner " +
+                              h.local_name(j) + " wrote " + std::to_string(wrote) + " bytes"));
+  const InlineBlock& line = h.slot(j).inline_data[gen & 1];
+  if (bytes > 0 && pieces != nullptr) scatter_pieces(pieces_of(*pieces, block), 0, line.bytes, bytes);
+  else if (bytes > 0) copy_bytes(dst, line.bytes, bytes);
+  return nullptr;
+}
+
+}  // namespace
+
+void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, const Layout& layout) {
+  const std::uint64_t gen = h.next_gen();
+  const int me = h.topo.rank;
+  std::exception_ptr disagreement;
+  int misses = 0;
+  for (const Round& round : s.rounds) {
+    for (const NodeOp& op : round.node) {
+      if (op.kind == NodeOp::Kind::put) {
+        own_only(op, me, "the flag-line copies");
+        const std::size_t own = layout.bytes(me);
+        put_line(h, gen, own_source(buffers, layout, me), nullptr, own);
+        if (!buffers.in_place && own > 0) copy_bytes(recv_at(buffers, layout, me), buffers.send, own);
+        continue;
+      }
+      for (const BlockSpan& span : op.blocks)
+        for (int b = span.first; b < span.first + span.count; ++b) {
+          const int j = h.topo.local_of[static_cast<std::size_t>(b)];
+          std::uint64_t seen = 0;
+          if (!line_settled(h, j, gen, misses, seen))
+            wait_advancing(h, [&] { return line_settled(h, j, gen, misses, seen); }, [](double) {});
+          std::exception_ptr e = get_line(h, j, gen, seen, b, layout.bytes(b), recv_at(buffers, layout, b), nullptr);
+          if (e && !disagreement) disagreement = std::move(e);
+        }
+    }
+  }
+  // Every local rank has started this call, so none reads the other parity's lines any
+  // more: the next call may write them (InlineCopies::finish).
+  h.mark_started(gen - 1);
+  h.finish_call(gen);
+  if (disagreement) {
+    h.rounds_done_with_error = true;
+    std::rethrow_exception(disagreement);
+  }
+}
+
+void InlineCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
+  const int me = h_.topo.rank;
+  own_only(op, me, "the flag-line copies");
+  put_line(h_, gen_, pieces_ != nullptr ? nullptr : own_source(mine, layout, me), pieces_,
+           layout.bytes(me));
 }
 
 bool InlineCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
                            const Layout& layout) {
   return for_blocks(op, c, [&](int b, std::size_t&) {
     const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
-    const InlineBlock& line = h_.slot(j).inline_data[gen_ & 1];
-    std::uint64_t seen = line.seq.load(std::memory_order_acquire);
-    if ((seen >> bits) < gen_) {
-      // An owner whose progress flag shows this call put its block another way (its
-      // counts give it another path): its flag line is not coming. (Read in this order:
-      // a flag-line write of this call comes before any later call's progress.) Looked
-      // at only after some polls: that line is the owner's busiest, and a look costs a
-      // cache miss the usual call does not pay.
-      if (++misses_ < patience || h_.slot(j).progress.load(std::memory_order_acquire) < progress_mark(gen_, 0))
-        return awaiting(line.seq, seen);
-      seen = line.seq.load(std::memory_order_acquire);
-      if ((seen >> bits) < gen_) return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
-    }
-    const std::size_t bytes = layout.bytes(b);
-    if (const std::size_t wrote = seen & size_mask; wrote != bytes)
-      return disagree(std::make_exception_ptr(Error(
-          MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: block " + std::to_string(b) +
-                                " holds " + std::to_string(bytes) + " bytes here, its owner " +
-                                h_.local_name(j) + " wrote " + std::to_string(wrote) + " bytes")));
-    if (bytes > 0 && pieces_ != nullptr) scatter_pieces(pieces_of(*pieces_, b), 0, line.bytes, bytes);
-    else if (bytes > 0) copy_bytes(recv_at(mine, layout, b), line.bytes, bytes);
+    std::uint64_t seen = 0;
+    if (!line_settled(h_, j, gen_, misses_, seen))
+      return awaiting(h_.slot(j).inline_data[gen_ & 1].seq, seen);
+    if (std::exception_ptr e = get_line(h_, j, gen_, seen, b, layout.bytes(b),
+                                        pieces_ != nullptr ? nullptr : recv_at(mine, layout, b), pieces_))
+      return disagree(std::move(e));
     step();
     return true;
   });

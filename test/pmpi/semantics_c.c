@@ -281,16 +281,30 @@ static void case_type(int freed) {
 }
 
 /* Rank 0 gives count c - 1 for every block, the others c: rank 0 expects less than
- * they send (truncation there); they expect more from rank 0 than it writes. */
+ * they send (truncation there); they expect more from rank 0 than it writes. On one
+ * node 4 and 100 ints travel in the flag lines; at 1007 rank 0's blocks (4024 B) fit a
+ * flag line and the others' (4028 B) do not, so the ranks take different copies of one
+ * call and must each find that out from the other's flags (the shared segment grown
+ * first by an agreeing call, so that no rank needs to grow it in this one). */
 static void case_counts(void) {
   MPI_Comm comm = fresh_comm();
   if (n < 2) {
     MPI_Comm_free(&comm);
     return;
   }
-  int sizes[] = {4, 100, 3000, 50000};
+  int sizes[] = {4, 100, 1007, 3000, 50000};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
     const int c = sizes[k];
+    if (c == 1007) {
+      const int big = 16384;
+      int* s = ints((size_t)big);
+      int* r = ints((size_t)n * big);
+      fill(s, big);
+      CHECK(MPI_Allgather(s, big, MPI_INT, r, big, MPI_INT, comm) == MPI_SUCCESS,
+            "an agreeing call of %d ints failed", big);
+      free(s);
+      free(r);
+    }
     const int mine = me == 0 ? c - 1 : c;
     int* send = ints((size_t)mine);
     int* recv = ints((size_t)n * c);
