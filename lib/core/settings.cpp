@@ -229,8 +229,11 @@ ProcessSettings read_settings(const Environment& env) {
   return s;
 }
 
-const ProcessSettings& process_settings() {
+std::atomic<const ProcessSettings*> detail::read_once{nullptr};
+
+const ProcessSettings& detail::read_process_settings() {
   static const ProcessSettings s = read_settings([](const char* name) { return std::getenv(name); });
+  read_once.store(&s, std::memory_order_release);
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include <agx/algorithm.hpp>
 #include <agx/encoded.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -178,8 +179,18 @@ using Environment = std::function<const char*(const char*)>;
 /// Reads every variable through `env` (a pure function of it: the unit tests pass a map).
 ProcessSettings read_settings(const Environment& env);
 
-/// The process-wide settings, read from the real environment on first use.
-const ProcessSettings& process_settings();
+namespace detail {
+/// Set once the settings are read (settings.cpp), then never changed.
+extern std::atomic<const ProcessSettings*> read_once;
+const ProcessSettings& read_process_settings();  ///< reads them (once) and sets read_once
+}  // namespace detail
+
+/// The process-wide settings, read from the real environment on first use. Inline: the
+/// hot path reads them several times per call (one load each, not a call and a guard).
+inline const ProcessSettings& process_settings() {
+  if (const ProcessSettings* s = detail::read_once.load(std::memory_order_acquire)) return *s;
+  return detail::read_process_settings();
+}
 
 /// The truthiness of an on/off variable: "1", "yes", "true", "on" (all lower case, all
 /// upper case, or capitalised) are set; anything else, or unset (nullptr), is not.

@@ -159,8 +159,23 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
         for (int b = span.first; b < span.first + span.count; ++b) {
           const int j = h.topo.local_of[static_cast<std::size_t>(b)];
           std::uint64_t seen = 0;
-          if (!line_settled(h, j, gen, misses, seen))
-            wait_advancing(h, [&] { return line_settled(h, j, gen, misses, seen); }, [](double) {});
+          if (!line_settled(h, j, gen, misses, seen)) {
+            // One load of the sequence word per look; the whole settling test (which
+            // counts a miss, and after `patience` of them reads the owner's progress
+            // line) every 64 looks, as the engine's polls go (node_call.cpp, run_rounds).
+            // The answer sticks once given: the waits ask again after a true (sleep_once).
+            const std::atomic<std::uint64_t>& word = h.slot(j).inline_data[gen & 1].seq;
+            int looks = 0;
+            bool settled = false;
+            wait_advancing(h, [&] {
+              if (settled) return true;
+              seen = word.load(std::memory_order_acquire);
+              if ((seen >> bits) >= gen) return settled = true;
+              if (++looks < 64) return false;
+              looks = 0;
+              return settled = line_settled(h, j, gen, misses, seen);
+            }, [](double) {});
+          }
           std::exception_ptr e = get_line(h, j, gen, seen, b, layout.bytes(b), recv_at(buffers, layout, b), nullptr);
           if (e && !disagreement) disagreement = std::move(e);
         }
