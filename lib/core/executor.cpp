@@ -18,6 +18,13 @@
 namespace agx {
 namespace {
 
+// Out of place: the own block from the send buffer to its place in the receive buffer.
+void copy_own_block(const Buffers& b, const Layout& l, int rank) {
+  const std::size_t own = l.bytes(rank);
+  if (!b.in_place && own > 0)
+    copy_bytes(static_cast<std::byte*>(b.recv) + l.offset(rank), b.send, own);
+}
+
 std::mutex abandoned_mutex;
 std::set<MPI_Comm> abandoned;  // communicators with an abandoned round (free_comm)
 
@@ -265,10 +272,7 @@ void Execution::start() {
     throw;
   }
   // The own block travels from the send buffer, so this copy overlaps round 0.
-  const std::size_t own = layout_.bytes(schedule_.rank);
-  if (!buffers_.in_place && own > 0)
-    copy_bytes(static_cast<std::byte*>(buffers_.recv) + layout_.offset(schedule_.rank),
-                buffers_.send, own);
+  copy_own_block(buffers_, layout_, schedule_.rank);
 }
 
 bool Execution::test() {
@@ -353,10 +357,7 @@ void Execution::start_local() {
     abandon();
     throw;
   }
-  const std::size_t own = layout_.bytes(schedule_.rank);
-  if (!buffers_.in_place && own > 0)
-    copy_bytes(static_cast<std::byte*>(buffers_.recv) + layout_.offset(schedule_.rank),
-               buffers_.send, own);
+  copy_own_block(buffers_, layout_, schedule_.rank);
 }
 
 void Execution::begin_local_round() {
