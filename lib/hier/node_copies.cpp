@@ -163,7 +163,7 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
             // One load of the sequence word per look; the whole settling test (which
             // counts a miss, and after `patience` of them reads the owner's progress
             // line) every 64 looks, as the engine's polls go (node_call.cpp, run_rounds).
-            // The answer sticks once given: the waits ask again after a true (sleep_once).
+            // Once settled it stays settled (the waits may look again after a true).
             const std::atomic<std::uint64_t>& word = h.slot(j).inline_data[gen & 1].seq;
             int looks = 0;
             bool settled = false;

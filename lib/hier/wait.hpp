@@ -48,17 +48,22 @@ inline void notify(NodeSignal& s) {
           nullptr, 0);
 }
 
-/// Sleeps until the node's epoch moves (or 1 ms passes) unless `ready()` already holds.
+/// Sleeps until the node's epoch moves (or 1 ms passes) unless `ready()` already holds;
+/// returns what that look at `ready()` said (true: it holds, the caller stops waiting:
+/// a predicate that polls something only every so many looks may not say so again at
+/// once, and each further look here may be a sleep).
 template <class Pred>
-void sleep_once(NodeSignal& s, Pred& ready) {
+bool sleep_once(NodeSignal& s, Pred& ready) {
   s.sleepers.fetch_add(1, std::memory_order_seq_cst);
   const std::uint32_t seen = s.epoch.load(std::memory_order_seq_cst);
-  if (!ready()) {
+  const bool done = ready();
+  if (!done) {
     const timespec limit{0, 1000000};  // a lost wake-up costs 1 ms, never a hang
     syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&s.epoch), FUTEX_WAIT, seen, &limit,
             nullptr, 0);
   }
   s.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  return done;
 }
 
 /// As spin_then_yield, or, with `sleep` set (an oversubscribed node), sleeping on it
@@ -70,18 +75,21 @@ void wait_until(NodeSignal* sleep, Pred ready, Stalled stalled, int spin = 64) {
     if (ready()) return;
     cpu_relax();
   }
+  // true: the look inside sleep_once found `ready()` true (the wait is over)
   const auto pause = [&] {
-    if (sleep != nullptr) sleep_once(*sleep, ready);
-    else sched_yield();
+    if (sleep != nullptr) return sleep_once(*sleep, ready);
+    sched_yield();
+    return false;
   };
   const double limit = timeout_seconds();
   if (limit <= 0) {
-    while (!ready()) pause();
+    while (!ready())
+      if (pause()) return;
     return;
   }
   StallClock clock(limit);
   while (!ready()) {
-    pause();
+    if (pause()) return;
     if (clock.stalled()) stalled(clock.seconds());
   }
 }
