@@ -12,16 +12,6 @@
 #include "hier/direct_write.hpp"
 
 namespace agx {
-namespace {
-
-// One rank: the call is the own block's copy (nothing to do in place).
-void copy_own_block(const Buffers& buffers, const Layout& layout) {
-  if (!buffers.in_place && layout.bytes(0) > 0)
-    copy_bytes(static_cast<std::byte*>(buffers.recv) + layout.offset(0), buffers.send,
-               layout.bytes(0));
-}
-
-}  // namespace
 
 CallChoice choose_call(CommContext& ctx, const Layout& layout, const Options& options,
                        bool in_place, CallKind kind) {
@@ -44,8 +34,8 @@ Algorithm run_blocking(CommContext& ctx, const CallChoice& c, const Buffers& buf
   if (c.device)
     if (const auto ran = cuda::run_device(ctx, a, buffers, layout)) return ran->algorithm;
   switch (c.path) {
-    case CallPath::own_copy:  // one rank, host memory
-      copy_own_block(buffers, layout);
+    case CallPath::own_copy:  // one rank, host memory: the own block's copy
+      copy_own_block(buffers, layout, 0);
       return a.id;
     case CallPath::node:  // the node schedule on the round engine, its copy variants
       hier::run(ctx, a.id, buffers, layout);
@@ -76,7 +66,7 @@ StartedCall::StartedCall(CommContext& ctx, const CallChoice& c, const Buffers& b
 
 void StartedCall::start_host() {
   if (choice_.path == CallPath::own_copy) {  // one rank: done at once
-    copy_own_block(buffers_, layout_);
+    copy_own_block(buffers_, layout_, 0);
     return;
   }
   if (choice_.path == CallPath::node) {  // the node schedule on the round engine

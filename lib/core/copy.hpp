@@ -12,6 +12,8 @@
 // and 4K aliasing"). At those distances copy_bytes moves 64 bytes per step with
 // unaligned vector loads and stores, which no such distance slows; elsewhere it is memcpy.
 
+#include <agx/bytes.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +53,14 @@ inline void copy_bytes(void* dst, const void* src, std::size_t bytes) {
   }
 #endif
   std::memcpy(dst, src, bytes);
+}
+
+/// Out of place: block `rank` from the send buffer to its place in the receive buffer
+/// (in place it is there already).
+inline void copy_own_block(const Buffers& b, const Layout& l, int rank) {
+  const std::size_t own = l.bytes(rank);
+  if (!b.in_place && own > 0)
+    copy_bytes(static_cast<std::byte*>(b.recv) + l.offset(rank), b.send, own);
 }
 
 }  // namespace agx

@@ -18,13 +18,6 @@
 namespace agx {
 namespace {
 
-// Out of place: the own block from the send buffer to its place in the receive buffer.
-void copy_own_block(const Buffers& b, const Layout& l, int rank) {
-  const std::size_t own = l.bytes(rank);
-  if (!b.in_place && own > 0)
-    copy_bytes(static_cast<std::byte*>(b.recv) + l.offset(rank), b.send, own);
-}
-
 std::mutex abandoned_mutex;
 std::set<MPI_Comm> abandoned;  // communicators with an abandoned round (free_comm)
 

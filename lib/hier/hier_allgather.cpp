@@ -89,45 +89,27 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   h.prepare_node();
   h.running = a;
   const Topology& t = h.topo;
-  // The repeated small call of one node first, with nothing else looked at: every block
-  // fits a flag line (uniform blocks: no pass over the ranks).
-  if (t.nnodes == 1 && t.size > 1 && pieces == nullptr) {
-    std::size_t total = 0, largest = 0;
-    if (layout.is_uniform()) {
-      largest = layout.bytes(0);
-      total = largest * static_cast<std::size_t>(t.size);
-    } else {
-      for (int r = 0; r < t.size; ++r) {
-        total += layout.bytes(r);
-        largest = std::max(largest, layout.bytes(r));
-      }
-    }
-    const std::size_t mean = total / static_cast<std::size_t>(t.size);
-    if (total > 0 && largest <= InlineBlock::capacity && !direct_write_size(mean)) {
-      ++h.inline_calls;
-      h.wait_style_for(mean);
-      if (timeout_seconds() > 0)  // (the engine's polls keep AGX_TIMEOUT's clock)
-        run_node_schedule(ctx, a, buffers, layout, total, nullptr, NodeCopies::flag_lines);
-      else
-        run_flag_lines(h, node_plan(h, a, total).schedule, buffers, layout);  // node_copies.hpp
-      return;
-    }
-  }
   if (a == Algorithm::shared_memory && t.nnodes > 1)
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
                                  std::to_string(t.size) + " ranks span " +
                                  std::to_string(t.nnodes) + " nodes (use 'hierarchical')");
-  std::size_t total = 0;
-  for (int r = 0; r < t.size; ++r) total += layout.bytes(r);
+  std::size_t total = 0, largest = 0;  // (uniform blocks: no pass over the ranks)
+  if (layout.is_uniform()) {
+    largest = layout.bytes(0);
+    total = largest * static_cast<std::size_t>(t.size);
+  } else {
+    for (int r = 0; r < t.size; ++r) {
+      total += layout.bytes(r);
+      largest = std::max(largest, layout.bytes(r));
+    }
+  }
   const AlgorithmChoice inter =
       t.nnodes > 1 ? inter_algorithm(t.nnodes, total) : AlgorithmChoice{Algorithm::direct, 0};
   const int me = t.rank;
   if (total == 0) return;
   if (t.size == 1 || t.nnodes == t.size) {  // nothing shared: own block, then the schedule
     if (t.size == 1) {
-      if (!buffers.in_place && layout.bytes(me) > 0)
-        copy_bytes(static_cast<std::byte*>(buffers.recv) + layout.offset(me), buffers.send,
-                    layout.bytes(me));
+      copy_own_block(buffers, layout, me);
       return;
     }
     Execution e(h.inter_schedule(inter), buffers, layout, h.leader_comm, h.next_leader_tag(),
@@ -149,15 +131,19 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     return;
   }
   // One node: the same schedule, with the copies that suit the blocks (node_copies.hpp):
-  // in the flag lines when every block fits one, by single copy where the kernel's copy
-  // beats staging, else staged through the segment.
-  std::size_t largest = 0;
-  for (int r = 0; r < t.size; ++r) largest = std::max(largest, layout.bytes(r));
+  // in the flag lines when every block fits one (run straight from the schedule's node
+  // operations, run_flag_lines, unless the blocks are pieces or AGX_TIMEOUT's clock
+  // wants the engine's polls), by single copy where the kernel's copy beats staging,
+  // else staged through the segment.
   NodeCopies copies = NodeCopies::staged;
   LargeCopies large;
   if (largest <= InlineBlock::capacity) {
-    copies = NodeCopies::flag_lines;
     ++h.inline_calls;
+    if (pieces == nullptr && timeout_seconds() <= 0) {
+      run_flag_lines(h, node_plan(h, a, total).schedule, buffers, layout);
+      return;
+    }
+    copies = NodeCopies::flag_lines;
   } else if (pieces == nullptr && (large = choose_large_copies(h, mean)).single_copy) {
     copies = NodeCopies::single_copy;  // copy_choice.hpp: measured, or AGX_CMA_MIN_BYTES
     ++h.single_copy_calls;

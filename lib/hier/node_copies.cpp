@@ -150,9 +150,8 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
     for (const NodeOp& op : round.node) {
       if (op.kind == NodeOp::Kind::put) {
         own_only(op, me, "the flag-line copies");
-        const std::size_t own = layout.bytes(me);
-        put_line(h, gen, own_source(buffers, layout, me), nullptr, own);
-        if (!buffers.in_place && own > 0) copy_bytes(recv_at(buffers, layout, me), buffers.send, own);
+        put_line(h, gen, own_source(buffers, layout, me), nullptr, layout.bytes(me));
+        copy_own_block(buffers, layout, me);
         continue;
       }
       for (const BlockSpan& span : op.blocks)
