@@ -53,11 +53,16 @@ class EncodedOperation final : public detail::Operation {
         sizes_layout_(Layout::uniform(call_.n, sizeof(std::uint64_t))) {}
 
  private:
-  /// The phase's algorithm: the same on every rank, whatever else ran before it here.
+  /// The phase's algorithm (the one chooser; a phase runs messages only): the same on
+  /// every rank, whatever else ran before it here.
   AlgorithmChoice choice_for(const Layout& layout) {
     if (ctx_->size() == 1) return {Algorithm::direct, 0};
-    if (forced_ && !is_node_path(forced_->id)) return *forced_;
-    return ctx_->selector().best_point_to_point(layout, false);
+    CallFacts facts;
+    facts.kind = CallKind::nonblocking;
+    facts.messages_only = true;
+    const Options o = forced_ ? Options{forced_->id, false, forced_->radix}
+                              : Options{Algorithm::automatic, false};
+    return choose(ctx_->selector(), layout, o, facts).algorithm;
   }
 
   void run(std::optional<Execution>& e, const AlgorithmChoice& a, const Buffers& b,
@@ -141,7 +146,9 @@ EncodedRequest start_encoded_allgatherv_bytes(MPI_Comm comm, const Buffers& buff
   // The options and AGX_ALGO checked as any call's (a radix without its algorithm, an
   // unreadable AGX_ALGO, an algorithm that cannot serve: MPI_ERR_ARG), in start order.
   const AlgorithmChoice sized =
-      select_algorithm(ctx, Layout::uniform(c.n, sizeof(std::uint64_t)), options, false);
+      choose_call(ctx, Layout::uniform(c.n, sizeof(std::uint64_t)), options, false,
+                  CallKind::query)
+          .algorithm;
   std::optional<AlgorithmChoice> forced;
   if (!is_automatic(options)) forced = sized;
   detail::OperationPtr op(new EncodedOperation(ctx, std::move(c), forced, result));

@@ -33,8 +33,8 @@ CallChoice choose(Selector& selector, const Layout& layout, const Options& optio
                        selector.placement().nodes() == 1 &&
                        c.algorithm.id != Algorithm::shared_memory;
   c.path = is_node_path(c.algorithm.id) ? CallPath::node : CallPath::point_to_point;
-  if (c.path == CallPath::node && automatic && facts.kind != CallKind::persistent &&
-      !facts.node_begun) {
+  const bool first_call = automatic && facts.kind != CallKind::persistent && !facts.node_begun;
+  if (c.path == CallPath::node && (first_call || facts.messages_only)) {
     c.algorithm = selector.best_point_to_point(layout, facts.in_place);
     c.path = CallPath::point_to_point;
     c.deferred = true;

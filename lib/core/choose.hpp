@@ -15,7 +15,9 @@
 //   3. the first-call rule: the first `auto` call on a communicator whose choice is a
 //      node path, blocking or nonblocking, runs the best point-to-point algorithm
 //      instead (`deferred`), so that a communicator used once never makes the node's
-//      segment; the next call makes it. A persistent plan keeps its node path.
+//      segment; the next call makes it. A persistent plan keeps its node path. A
+//      caller that runs messages only (encoded phases, fused decisions before the
+//      node's set-up) gets the same swap, forced node paths included.
 //   4. direct write: a blocking `auto` call on one node whose mean block is of direct
 //      write's size first tries writing straight into the peers' receive buffers
 //      (lib/hier/direct_write.hpp; one flag round decides, the same on every rank); where
@@ -56,6 +58,10 @@ struct CallFacts {
   /// Direct write is enabled and the call's mean block is of its size, and no
   /// end-to-end check (AGX_INTEGRITY, AGX_TEST_FLIP) is asked for the node path.
   bool direct_write_size = false;
+  /// The caller runs schedules of messages only (an encoded call's phases; a fused
+  /// decision while the node is not set up): a node-path choice, forced or not, becomes
+  /// the best point-to-point algorithm (`deferred`), as under the first-call rule.
+  bool messages_only = false;
 };
 
 /// What runs a call.

@@ -89,7 +89,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   const bool near_alpha = placement.has_groups() && params.group_alpha_s > 0;
   std::size_t nrounds = 0;
   for (const Schedule& s : plans) nrounds = std::max(nrounds, s.rounds.size());
-  const std::array<LevelCost, 2> cost{params.node, params.network};
+  const std::array<LevelCost, 2> cost{params.node, params.network};  // indexed by Level
   // Routes: each link's bytes this round (the links touched are reset after the round).
   const Routes* routes = placement.routes();
   std::vector<double> link_bytes(routes ? routes->links.size() : 0, 0.0);
@@ -157,7 +157,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       arrivals.clear();
       double sends_wait = 0;  // the slowest rendezvous send on its route
       for (const Transfer& t : round.sends) {
-        Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        Load& l = loads[i][static_cast<int>(t.level)];
         const std::size_t bytes = transfer_bytes(t, layout);
         if (const double at = on_route(r, t.peer); at >= 0) {
           if (routes->rendezvous_bytes > 0 && bytes >= routes->rendezvous_bytes) sends_wait = std::max(sends_wait, at);
@@ -171,7 +171,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
           group_bytes[static_cast<long long>(placement.group_of(r)) * n + placement.group_of(t.peer)] += bytes;
       }
       for (const Transfer& t : round.recvs) {
-        Load& l = loads[i][static_cast<int>(placement.level(r, t.peer))];
+        Load& l = loads[i][static_cast<int>(t.level)];
         const std::size_t bytes = transfer_bytes(t, layout);
         if (const double at = on_route(t.peer, r); at >= 0) {
           arrivals.emplace_back(at, routes->rendezvous_bytes == 0 || bytes < routes->rendezvous_bytes);
@@ -196,7 +196,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         for (const BlockSpan& span : op.blocks)
           for (int b = span.first; b < span.first + span.count; ++b) copied[i] += layout.bytes(b);
       }
-      nic_bytes[placement.node_of(r)] += loads[i][1].bytes_out;
+      nic_bytes[placement.node_of(r)] += loads[i][static_cast<int>(Level::network)].bytes_out;
     }
     double round_time = 0;
     for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -204,10 +204,11 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       for (int lv = 0; lv < 2; ++lv) {
         const Load& l = loads[i][lv];
         std::size_t bytes = std::max(l.bytes_out, l.bytes_in);
-        if (lv == 1) bytes = std::max(bytes, nic_bytes[placement.node_of(ranks[i])]);
+        const bool network = lv == static_cast<int>(Level::network);
+        if (network) bytes = std::max(bytes, nic_bytes[placement.node_of(ranks[i])]);
         const std::size_t msgs = std::max(l.msgs_out, l.msgs_in);
         if (msgs == 0) continue;
-        const double alpha = lv == 1 && !l.far ? params.group_alpha_s : cost[lv].alpha_s;
+        const double alpha = network && !l.far ? params.group_alpha_s : cost[lv].alpha_s;
         const bool rendezvous = cost[lv].eager_bytes > 0 && l.largest > cost[lv].eager_bytes;
         const double t = alpha + cost[lv].beta_s_per_byte * static_cast<double>(bytes) +
                          (rendezvous ? cost[lv].rendezvous_s : 0.0) +
@@ -264,7 +265,10 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
   const std::vector<int> ranks = prediction_ranks(placement, params);
   std::vector<Schedule> plans;
   plans.reserve(ranks.size());
-  for (int r : ranks) plans.push_back(planner.plan({layout.nranks(), r, radix}));
+  for (int r : ranks) {  // a planner of messages plans without the placement: mark them
+    plans.push_back(planner.plan({layout.nranks(), r, radix}));
+    place_levels(plans.back(), placement.node_of());
+  }
   return predict_plans(plans, ranks, layout, placement, params, in_place);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The cost model: the predicted time of a schedule, computed from the schedule itself
-// (rounds, bytes per message, the level each message crosses, how many messages a rank
+// (rounds, bytes per message, the level each operation is marked with (core/schedule.hpp:
+// the cost model marks a planner's messages from the placement), how many messages a rank
 // handles per round), never from a per-algorithm formula that could drift from its plan.
 //
 //   time = Σ_rounds max_ranks max_levels [ α_l + ρ_l + o_l · (msgs_l - 1) + β_l · bytes_l ]
@@ -63,8 +64,6 @@
 #include <vector>
 
 namespace agx {
-
-enum class Level : int { node = 0, network = 1 };
 
 struct LevelCost {
   double alpha_s = 0;           ///< latency of a round with one message each way
@@ -185,7 +184,7 @@ class Placement {
   const Routes* routes() const { return routes_ && nranks() <= kRoutedRanks ? routes_.get() : nullptr; }
   int nranks() const { return static_cast<int>(node_of_.size()); }
   int node_of(int rank) const { return node_of_[static_cast<std::size_t>(rank)]; }
-  Level level(int a, int b) const { return node_of(a) == node_of(b) ? Level::node : Level::network; }
+  const std::vector<int>& node_of() const { return node_of_; }
   int nodes() const { return nodes_; }  ///< (counted once: calls ask it per call)
   bool has_groups() const { return !group_of_node_.empty(); }
   /// The group of a rank's node (0 without groups).

@@ -30,6 +30,14 @@ void add_node_op(Round& round, NodeOp::Kind kind, std::vector<BlockSpan> blocks)
   round.node.push_back({kind, std::move(blocks)});
 }
 
+void place_levels(Schedule& s, const std::vector<int>& node_of) {
+  const int own = node_of[static_cast<std::size_t>(s.rank)];
+  for (Round& r : s.rounds)
+    for (auto* list : {&r.sends, &r.recvs})
+      for (Transfer& t : *list)
+        t.level = node_of[static_cast<std::size_t>(t.peer)] == own ? Level::node : Level::network;
+}
+
 bool uses_segment(const Schedule& s) {
   for (const Round& r : s.rounds) {
     if (!r.node.empty()) return true;
@@ -49,7 +57,8 @@ int block_count(const std::vector<BlockSpan>& spans) {
 static void print_transfers(std::ostringstream& os, const char* verb,
                             const std::vector<Transfer>& list) {
   for (const auto& t : list) {
-    os << ' ' << verb << (t.place == Place::segment ? "@segment" : "") << "(" << t.peer << ":";
+    os << ' ' << verb << (t.place == Place::segment ? "@segment" : "")
+       << (t.level == Level::node ? "~node" : "") << "(" << t.peer << ":";
     for (const auto& s : t.blocks) os << " [" << s.first << "," << s.first + s.count << ")";
     os << ")";
   }

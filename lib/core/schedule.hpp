@@ -3,9 +3,13 @@
 // Algorithms produce schedules (plan); executors, the validator and the cost model
 // consume them. No MPI here.
 //
-// Three kinds of operation, each on its level (docs/algorithms.md, "Schedules"):
-//   network or node   send / recv: a point-to-point message to or from a peer rank
-//                     (its level is the peers' placement: same node or not)
+// Three kinds of operation, each marked with the level it runs on (Level, below;
+// docs/algorithms.md, "Schedules"):
+//   network or node   send / recv: a point-to-point message to or from a peer rank. Its
+//                     level is the peers' placement: a planner of messages plans without
+//                     one (every transfer `network`), whoever knows the placement marks
+//                     them (place_levels: the cost model; the node planners mark their
+//                     own), and the validator checks the marks against the placement
 //   node              put: copy blocks into the node's shared segment, then raise the
 //                     own flag; get: copy blocks out of the segment, once the flags of
 //                     the ranks that put or received them say they are there
@@ -28,11 +32,19 @@ struct BlockSpan {
 /// Where a transfer's blocks live: the rank's receive buffer, or its node's segment.
 enum class Place : unsigned char { buffer, segment };
 
+/// The level an operation runs on; the cost model prices each level with its own α/β
+/// (its values index them: core/cost_model.hpp).
+enum class Level : unsigned char {
+  node,     ///< inside one node: the segment's puts and gets, messages between its ranks
+  network,  ///< between nodes
+};
+
 /// One message: to or from `peer`, carrying `blocks` in this order.
 struct Transfer {
   int peer = 0;
   std::vector<BlockSpan> blocks;
   Place place = Place::buffer;
+  Level level = Level::network;  ///< node when the peer shares this rank's node
 };
 
 /// A node-level operation on the node's shared segment (no MPI).
@@ -43,6 +55,7 @@ struct NodeOp {
   };
   Kind kind = Kind::put;
   std::vector<BlockSpan> blocks;
+  Level level = Level::node;  ///< always: the segment is the node's
 };
 
 /// Everything in a round is posted at once and completes together. Sends may only
@@ -77,6 +90,10 @@ void add_send(Round& round, int peer, std::vector<BlockSpan> blocks, Place place
 void add_recv(Round& round, int peer, std::vector<BlockSpan> blocks, Place place = Place::buffer);
 /// Adds a put or get to `round`; zero-block operations are skipped.
 void add_node_op(Round& round, NodeOp::Kind kind, std::vector<BlockSpan> blocks);
+
+/// Marks every transfer of `s` with its level under a placement (`node_of[rank]`, one
+/// entry per rank of `s`): node between ranks of one node, network between nodes.
+void place_levels(Schedule& s, const std::vector<int>& node_of);
 
 /// Whether any round of `s` has node-level operations or segment transfers.
 bool uses_segment(const Schedule& s);

@@ -26,6 +26,8 @@ std::string where(std::size_t round, int rank) {
   return os.str();
 }
 
+const char* level_name(Level l) { return l == Level::node ? "node" : "network"; }
+
 }  // namespace
 
 std::string validate(const std::vector<Schedule>& per_rank, const std::vector<int>& node_of) {
@@ -38,6 +40,15 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   for (std::size_t r = 0; r < node_of.size(); ++r)
     dense[r] = ids.try_emplace(node_of[r], static_cast<int>(ids.size())).first->second;
   auto node = [&](int r) { return dense[static_cast<std::size_t>(r)]; };
+  // With a placement, a transfer's level must be the one its peers' nodes make it.
+  auto misplaced = [&](std::size_t k, int r, const Transfer& t) -> std::string {
+    if (node_of.empty()) return {};
+    const Level want = node(r) == node(t.peer) ? Level::node : Level::network;
+    if (t.level == want) return {};
+    return where(k, r) + "marks its transfer with rank " + std::to_string(t.peer) + " " +
+           level_name(t.level) + "-level, but the two are " +
+           (want == Level::node ? "on one node" : "on different nodes");
+  };
   const int nnodes = std::max(1, static_cast<int>(ids.size()));
   // segment[j][b]: node j's segment holds block b; receiver[j][b]: the rank that received
   // it there (-1: put by its owner). A send from the segment of a block that came over
@@ -62,6 +73,7 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
       for (const Transfer& t : per_rank[r].rounds[k].sends) {
         if (t.peer < 0 || t.peer >= n || t.peer == r)
           return where(k, r) + "sends to invalid peer " + std::to_string(t.peer);
+        if (std::string why = misplaced(k, r, t); !why.empty()) return why;
         std::vector<int> blocks = expand(t.blocks);
         const bool from_segment = t.place == Place::segment;
         for (int b : blocks)
@@ -84,6 +96,9 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
       if (k >= per_rank[r].rounds.size()) continue;
       for (const NodeOp& op : per_rank[r].rounds[k].node) {
         const bool put = op.kind == NodeOp::Kind::put;
+        if (op.level != Level::node)
+          return where(k, r) + (put ? "put" : "get") + " marked " + level_name(op.level) +
+                 "-level: the segment is the node's";
         for (int b : expand(op.blocks)) {
           if (b < 0 || b >= n)
             return where(k, r) + (put ? "puts" : "gets") + " invalid block " + std::to_string(b);
@@ -107,6 +122,7 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
       for (const Transfer& t : per_rank[r].rounds[k].recvs) {
         if (t.peer < 0 || t.peer >= n || t.peer == r)
           return where(k, r) + "receives from invalid peer " + std::to_string(t.peer);
+        if (std::string why = misplaced(k, r, t); !why.empty()) return why;
         Queue& queue = in_flight[key(t.peer, r)];
         if (queue.next == queue.messages.size())
           return where(k, r) + "receives from " + std::to_string(t.peer) + " which sends nothing";

@@ -19,6 +19,10 @@ namespace agx {
 /// only put or segment receive of that block on its node; a get, or a send from the
 /// segment, needs the block in the segment since an earlier round. Since every wait
 /// then only waits for a strictly earlier round, schedules that pass cannot deadlock.
+/// With a placement, every transfer must be marked with the level its peers' nodes give
+/// it (core/schedule.hpp: node on one node, network between nodes) and every node
+/// operation node-level; without one, marks are not checked (planners of messages plan
+/// without a placement).
 /// Returns an empty string when the schedules are correct, else the first problem.
 std::string validate(const std::vector<Schedule>& per_rank, const std::vector<int>& node_of = {});
 

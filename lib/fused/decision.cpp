@@ -49,12 +49,12 @@ class Pricer {
     layout_of({m});
     const Layout layout = Layout::varying(block_, offset_);
     FusionCall c;
-    c.algorithm = sel_.choose(layout, false);
-    if (!settings_.node_paths && is_node_path(c.algorithm.id)) {  // hier::node_call_ready
-      double best = std::numeric_limits<double>::infinity();
-      for (const auto& [a, s] : sel_.predictions(layout, false))
-        if (!is_node_path(a.id) && s < best) best = s, c.algorithm = a;
-    }
+    // The one chooser, as a query: without the node set up (hier::node_call_ready) a
+    // member alone would run messages only.
+    CallFacts facts;
+    facts.kind = CallKind::query;
+    facts.messages_only = !settings_.node_paths;
+    c.algorithm = agx::choose(sel_, layout, Options{Algorithm::automatic, false}, facts).algorithm;
     c.predicted_s = predict_algorithm(c.algorithm, layout, sel_.placement(), sel_.tuning().params,
                                       false, sel_.stage());
     alone_.emplace(bytes_[m], c);

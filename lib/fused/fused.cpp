@@ -377,9 +377,14 @@ std::vector<FusedPart> subset(std::span<const FusedPart> parts, const std::vecto
 /// several members never needs (host buffers only, check_parts) and which every rank
 /// must make alike: no rank of a fused call of several members makes it, whatever way
 /// its buffers let it take.
-void run_ranges(CommContext& ctx, const AlgorithmChoice& a, const Buffers& buffers,
+void run_ranges(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
                 const Layout& layout) {
-  if (is_node_path(a.id)) {
+  const AlgorithmChoice& a = c.algorithm;
+  if (c.path == CallPath::own_copy) {
+    copy_own_block(buffers, layout, 0);
+    return;
+  }
+  if (c.path == CallPath::node) {
     hier::run(ctx, a.id, buffers, layout);
     return;
   }
@@ -406,19 +411,21 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
   void* const recv = f.direct ? f.buffers.recv : some_recv(parts);
   CommContext& ctx = fused_context(comm, f, recv);
   const Layout layout = f.layout();
-  const AlgorithmChoice a = select_algorithm(ctx, layout, options, true);
+  const CallChoice choice = choose_call(ctx, layout, options, true, CallKind::blocking);
+  const AlgorithmChoice a = choice.algorithm;
   FusedResult r{a.id, FusedWay::direct, f.total};
   if (config().check) check_consistency(ctx, layout, a, true);
   const Buffers in_place{nullptr, recv, true};
   if (f.direct || can_segment(a)) {
     r.way = f.direct ? FusedWay::direct : FusedWay::segmented;
     place_own(parts, f);
+    if (choice.path == CallPath::own_copy) return r;  // one rank: every piece in place
     if (f.direct && !node_pieces(a)) {
-      run_ranges(ctx, a, f.buffers, layout);
+      run_ranges(ctx, choice, f.buffers, layout);
       return r;
     }
     const BlockPieces bp = block_pieces(parts, f);
-    if (is_node_path(a.id)) {
+    if (choice.path == CallPath::node) {
       hier::run_pieces(ctx, a.id, in_place, layout, bp);
       return r;
     }
@@ -432,7 +439,7 @@ FusedResult run_call(MPI_Comm comm, int n, int me, std::span<const FusedPart> pa
   r.way = FusedWay::staged;
   std::vector<std::byte> arena(f.total);
   pack_own(parts, f, arena.data());
-  run_ranges(ctx, a, {nullptr, arena.data(), true}, layout);
+  run_ranges(ctx, choice, {nullptr, arena.data(), true}, layout);
   unpack(parts, f, arena.data());
   return r;
 }

@@ -137,3 +137,27 @@ TEST_CASE("choose: device jobs are settled by lib/cuda first, with the same algo
   CHECK(device.algorithm == host.algorithm);
   CHECK(device.path == host.path);
 }
+
+TEST_CASE("choose: a caller of messages only gets the best point-to-point algorithm", "[choose]") {
+  Selector sel = on_nodes({0, 0, 0, 0});
+  const auto node_size = size_where(sel, 4, true);
+  REQUIRE(node_size);
+  const Layout layout = Layout::uniform(4, *node_size);
+  CallFacts f = facts(CallKind::nonblocking);
+  f.messages_only = true;
+  // Automatic and forced node paths alike, whatever the set-up (encoded phases).
+  for (const Options& o : {automatic, Options{Algorithm::shared_memory, false, 0}}) {
+    const CallChoice c = choose(sel, layout, o, f);
+    CHECK(c.path == CallPath::point_to_point);
+    CHECK(c.deferred);
+    CHECK(c.algorithm == sel.best_point_to_point(layout, false));
+  }
+  // A forced point-to-point algorithm stays (with its radix).
+  const CallChoice forced = choose(sel, layout, Options{Algorithm::bruck, false, 4}, f);
+  CHECK(forced.algorithm == AlgorithmChoice{Algorithm::bruck, 4});
+  CHECK_FALSE(forced.deferred);
+  // Without the fact, the same forced node path is kept (node set up or not).
+  CHECK(choose(sel, layout, Options{Algorithm::shared_memory, false, 0},
+               facts(CallKind::nonblocking, false))
+            .path == CallPath::node);
+}

@@ -424,3 +424,60 @@ TEST_CASE("cost model: node algorithms are priced from their schedules", "[node]
     }
   }
 }
+
+TEST_CASE("levels: every operation is marked with its level, checked against the placement",
+          "[node][validator]") {
+  // A planner of messages plans without a placement (every transfer network-level);
+  // place_levels marks them from one; node planners mark their own.
+  const std::vector<int> two_by_two = blocked(4, 2);  // {0, 1} {2, 3}
+  std::vector<Schedule> ring;
+  for (int r = 0; r < 4; ++r) ring.push_back(planner_for(Algorithm::ring).plan({4, r, 0}));
+  for (const Schedule& s : ring)
+    for (const Round& round : s.rounds)
+      for (const Transfer& t : round.sends) CHECK(t.level == Level::network);
+  CHECK(validate(ring, {}) == "");  // no placement: marks not checked
+  const std::string unplaced = validate(ring, two_by_two);
+  CHECK(unplaced.find("network-level, but the two are on one node") != std::string::npos);
+  for (Schedule& s : ring) place_levels(s, two_by_two);
+  CHECK(validate(ring, two_by_two) == "");
+  // Ring 0 -> 1 -> 2 -> 3 -> 0: rank 1 sends to 2 across nodes, rank 0 to 1 inside its node.
+  CHECK(ring[0].rounds[0].sends[0].level == Level::node);
+  CHECK(ring[1].rounds[0].sends[0].level == Level::network);
+  CHECK(describe(ring[0]).find("send~node(1:") != std::string::npos);
+  // Marked for one placement, wrong for another.
+  CHECK(validate(ring, blocked(4, 1)).find("node-level, but the two are on different nodes") !=
+        std::string::npos);
+
+  // hierarchical marks its leaders' exchange network-level and its puts and gets node-level,
+  // on every placement the scale tests use (the validator checks each mark).
+  for (const auto& node_of : {blocked(64, 8), round_robin(64, 4), unequal(64, 7)}) {
+    const NodeShape shape = shape_of(node_of, 2);
+    const auto plans = plan_all(Algorithm::hierarchical, shape);
+    REQUIRE(validate(plans, node_of) == "");
+    auto broken = plans;
+    bool marked = false;
+    for (Round& round : broken[0].rounds)
+      for (Transfer& t : round.sends) t.level = Level::node, marked = true;
+    REQUIRE(marked);  // rank 0 leads its node
+    CHECK(validate(broken, node_of).find("node-level, but the two are on different nodes") !=
+          std::string::npos);
+    broken = plans;
+    broken[1].rounds[0].node[0].level = Level::network;
+    CHECK(validate(broken, node_of).find("put marked network-level") != std::string::npos);
+  }
+}
+
+TEST_CASE("cost model: messages are priced on the level they are marked with", "[node][cost]") {
+  // Direct on 4 ranks, 2 per node: each rank's one round has a message inside its node
+  // and two across. With the node level much dearer than the network, the round costs
+  // the node level's time, which the cost model knows only from the marks it places.
+  CostParams c;
+  c.node = LevelCost{50e-6, 0, 0, 0, 0};
+  c.network = LevelCost{1e-6, 0, 0, 0, 0};
+  c.node_sync_s = 0;
+  const Layout layout = Layout::uniform(4, 8);
+  CHECK(predict_seconds(planner_for(Algorithm::direct), layout, Placement(blocked(4, 2)), c, true) ==
+        Approx(50e-6));
+  CHECK(predict_seconds(planner_for(Algorithm::direct), layout, Placement(blocked(4, 1)), c, true) ==
+        Approx(1e-6));
+}
