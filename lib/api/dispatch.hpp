@@ -9,7 +9,7 @@
 //   own_copy    one rank: the own block's copy
 //   direct write, then   a blocking `auto` call on one node with blocks of direct
 //                        write's size tries it first (hier/direct_write.hpp)
-//   node        shared_memory, hierarchical: the node schedule (core/node_planner.cpp)
+//   node        shared_memory, hierarchical: the node schedule (core/planners/node_planner.cpp)
 //               on lib/core's round engine with lib/hier's segment; a blocking call runs
 //               it to the end on this thread (hier/node_call.hpp, run_node_schedule: on
 //               one node its copies staged, in the flag lines or by single copy; where

@@ -216,7 +216,7 @@ struct NodeStageParams {
 };
 
 /// shared_memory or hierarchical, priced from the schedule their planner makes for this
-/// placement (lib/core/node_planner.cpp): puts and gets cost a flag synchronization plus
+/// placement (lib/core/planners/node_planner.cpp): puts and gets cost a flag synchronization plus
 /// their bytes at the copy rate, the leaders' messages as any other.
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
                               const CostParams& params, bool in_place,

@@ -35,7 +35,7 @@ std::span<const Planner* const> all_planners();
 const Planner& planner_for(Algorithm a);
 
 /// Where the ranks of a call are, and how its node stage is cut: what the planners of
-/// `shared_memory` and `hierarchical` need besides the rank (lib/core/node_planner.cpp).
+/// `shared_memory` and `hierarchical` need besides the rank (lib/core/planners/node_planner.cpp).
 struct NodeShape {
   std::vector<int> node_of;               ///< per rank; nodes numbered by their lowest rank
   int leaders = 1;                        ///< leaders per node (clamped to the smallest node)

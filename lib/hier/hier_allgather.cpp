@@ -1,7 +1,7 @@
 // The blocking node paths: `hierarchical` (node stage in, node aggregates between nodes,
 // node stage out) and `shared_memory` (one node).
 //
-// Across nodes the call is the planner's schedule (core/node_planner.cpp, the one the
+// Across nodes the call is the planner's schedule (core/planners/node_planner.cpp, the one the
 // validator proves, the cost model prices and the simulator runs), run by the round
 // engine (node_call.cpp, run_node_schedule), as nonblocking and persistent calls run it.
 // 4 ranks, 2 nodes of 2 (round-robin placement: node 0 = {0, 2}, node 1 = {1, 3}):

@@ -1,5 +1,5 @@
 // A shared_memory or hierarchical call run by the round engine (core/executor.hpp): the
-// planner's schedule (core/node_planner.cpp) on this node's segment (hier_context.hpp). This is
+// planner's schedule (core/planners/node_planner.cpp) on this node's segment (hier_context.hpp). This is
 // the path of nonblocking and persistent calls: the engine's test() polls the node flags
 // as it polls MPI requests and advances the node set-up, any growth of the segment and
 // the reuse of its regions (node_set_up.cpp), so nothing waits inside start()

@@ -24,7 +24,7 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
 /// segment (any call), in the flag lines or by single copy (one node only).
 enum class NodeCopies { staged, flag_lines, single_copy };
 
-/// A blocking call of `a` through the node: the planner's schedule (core/node_planner.cpp)
+/// A blocking call of `a` through the node: the planner's schedule (core/planners/node_planner.cpp)
 /// run to completion by the round engine on this thread, with `copies` (staged: the
 /// blocking calls' region of the segment) and the blocking calls' wait style.
 /// `total` > 0.

@@ -3,13 +3,16 @@
 
 A folder may include its own headers and those of folders in lower layers only:
 
-  0  core                         schedules, planners' interface, node planners, round
-                                  engine, selector
-  1  direct ring rd               point-to-point planners
-  2  hier                         shared segments and their copies, topology
-  3  cuda                         device paths
-  4  api                          set-up of a communicator and the dispatch among paths
-  5  codec fused pmpi             built on the entry points
+  0  core                         schedules, the planners (core/planners/), the registry,
+                                  round engine, selector
+  1  hier                         shared segments and their copies, topology
+  2  cuda                         device paths
+  3  api                          set-up of a communicator and the dispatch among paths
+  4  codec fused pmpi             built on the entry points
+
+Every planner file of the registry's data (include/agx/algorithms.def) must lie in
+lib/core/planners/: lib/core's registry points to each, so a planner elsewhere would be
+a reference out of lib/core.
 
     test/unit/check_layering.py [SOURCE_ROOT]   # exit 0: clean; 1: each violation printed
 
@@ -20,7 +23,7 @@ import re
 import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
-layers = [["core"], ["direct", "ring", "rd"], ["hier"], ["cuda"], ["api"], ["codec", "fused", "pmpi"]]
+layers = [["core"], ["hier"], ["cuda"], ["api"], ["codec", "fused", "pmpi"]]
 layer_of = {name: i for i, names in enumerate(layers) for name in names}
 top = len(layers) - 1
 
@@ -43,6 +46,11 @@ for folder in folders:
                 continue
             problems.append(f"{path.relative_to(root)}:{n}: lib/{folder.name} (layer {mine}) "
                             f"includes {m.group(1)}/ (layer {other}): {line.strip()}")
+for line in (root / "include/agx/algorithms.def").read_text(encoding="utf-8").splitlines():
+    m = re.match(r'AGX_(?:PLANNER|NODE_PATH)\(([a-z0-9_]+), *"([^"]+)"', line)
+    if m and not m.group(2).startswith("lib/core/planners/"):
+        problems.append(f"include/agx/algorithms.def: {m.group(1)}'s planner {m.group(2)} is not in "
+                        "lib/core/planners/ (lib/core's registry would reference out of lib/core)")
 for p in problems:
     print(p)
 sys.exit(1 if problems else 0)

@@ -1,5 +1,5 @@
-// lib/core linked alone: its objects plus the planner files of the registry's data
-// (include/agx/algorithms.def) and nothing else of lib/ (test/unit/meson.build builds it
+// lib/core linked alone: its objects, the planners of lib/core/planners/ included, and
+// nothing else of lib/ (test/unit/meson.build builds it
 // from exactly those objects, so a call from lib/core into lib/hier, lib/cuda or lib/api
 // fails this program's link). Running it plans and proves one point-to-point and one
 // node schedule through lib/core's own code. No MPI calls.

@@ -1,4 +1,4 @@
-// shared_memory and hierarchical as schedules (lib/core/node_planner.cpp), proven by the
+// shared_memory and hierarchical as schedules (lib/core/planners/node_planner.cpp), proven by the
 // validator over placements up to 1024 ranks (equal and unequal ranks per node, nodes of
 // 1 to 200 ranks, round-robin, 1-8 leaders), cut into the same messages on both sides
 // under any block sizes (zeros included), and broken variants rejected. No MPI.

@@ -84,7 +84,7 @@ TEST_CASE("schedules cut the same messages on both sides for any block sizes", "
 }
 
 // The "rounds" column of docs/algorithms.md (and each planner file's opening comment), for
-// every planner of lib/ring, lib/rd and lib/direct: direct 1; ring N-1; neighbor_exchange
+// every point-to-point planner of lib/core/planners: direct 1; ring N-1; neighbor_exchange
 // N/2 for even N, (N-1)/2 + 2 for odd N; bruck ceil(log2 N); recursive_doubling and
 // distance_halving log2 N for a power of two N, floor(log2 N) + 2 otherwise (fold-in and
 // fold-out rounds around the exchange).
@@ -108,7 +108,7 @@ TEST_CASE("round counts match the documented formulas", "[planner]") {
 
 namespace {
 
-// The classic (radix 2) Bruck schedule as lib/rd/bruck.cpp planned it before radices.
+// The classic (radix 2) Bruck schedule as lib/core/planners/bruck.cpp planned it before radices.
 Schedule classic_bruck(int n, int r) {
   Schedule s{n, r, {}};
   for (int dist = 1; dist < n; dist *= 2) {

@@ -3,7 +3,7 @@
 # same sources as libagx: lib/core's schedule, planner, registry, message, executor (with
 # its timeout and integrity checks and CRC32C), validator, cost model, config, tuning and
 # selector (select.cpp), the planner file of each AGX_PLANNER entry of the registry's data
-# (include/agx/algorithms.def, as meson.build reads it), lib/core/node_planner.cpp (the
+# (include/agx/algorithms.def, as meson.build reads it), lib/core/planners/node_planner.cpp (the
 # shared_memory and hierarchical planners), plus tools/sim (driver, the simulator's node
 # model, its progress model and the fair baselines), and lib/core's communicator context
 # and descriptor cache (the executor asks them for compiled messages; the simulator's
@@ -29,7 +29,7 @@ sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/co
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/settings.cpp
          lib/core/tuning.cpp lib/core/select.cpp lib/core/choose.cpp
-         "${planners[@]}" lib/core/node_planner.cpp
+         "${planners[@]}" lib/core/planners/node_planner.cpp
          tools/sim/baselines.cpp tools/sim/routes.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
 flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections
        -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")

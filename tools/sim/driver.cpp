@@ -12,7 +12,7 @@
 // the simulated time of the slowest rank and the cost model's prediction.
 //
 // Names: every registry algorithm, with parameters (`bruck:k=4`); `hierarchical` and
-// `shared_memory` are lib's own node planners (lib/core/node_planner.cpp: puts, gets and
+// `shared_memory` are lib's own node planners (lib/core/planners/node_planner.cpp: puts, gets and
 // the leaders' segment messages) run by lib's round engine on the simulator's node model
 // (sim_node.hpp: copies cost --node-copy's copy time, flags are exact simulated events);
 // `auto` = lib's own chooser (core/choose.hpp) on lib's selector (lib/core/select.cpp) built from --cost,

@@ -1,7 +1,7 @@
 #pragma once
 // Node-level operations (puts, gets, segment transfers: core/schedule.hpp) under SimGrid
 // SMPI, for lib's own `shared_memory` and `hierarchical` schedules
-// (lib/core/node_planner.cpp) run by lib's own round engine (core/executor.hpp). SMPI cannot
+// (lib/core/planners/node_planner.cpp) run by lib's own round engine (core/executor.hpp). SMPI cannot
 // time real shared memory (copies between its rank threads cost no simulated time, and a
 // busy-wait on a flag never lets the simulated clock move), so this NodeSegment gives the
 // node operations a model, the cost model's own:

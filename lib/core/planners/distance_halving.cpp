@@ -17,7 +17,7 @@
 //             round 1 (dist 1): r0<->r1 {0,2}<->{1,3}, r2<->r3 {0,2}<->{1,3}
 
 #include "core/planner.hpp"
-#include "rd/folding.hpp"
+#include "core/planners/folding.hpp"
 
 namespace agx {
 namespace {

@@ -13,7 +13,7 @@
 //             round 1: r0<->r2, r1<->r3 (two blocks each: {0,1} <-> {2,3})
 
 #include "core/planner.hpp"
-#include "rd/folding.hpp"
+#include "core/planners/folding.hpp"
 
 namespace agx {
 namespace {
