@@ -139,6 +139,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     std::unordered_map<long long, std::size_t> group_bytes;
     std::vector<std::array<Load, 2>> loads(plans.size());
     std::vector<std::size_t> copied(plans.size(), 0);  // bytes of the round's puts and gets
+    std::vector<std::size_t> local(plans.size(), 0);   // bytes of the round's local copies
     std::vector<char> node_ops(plans.size(), 0);
     std::vector<double> routed_done(plans.size(), 0.0);  // the rank's routed messages done
     for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -196,6 +197,10 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         for (const BlockSpan& span : op.blocks)
           for (int b = span.first; b < span.first + span.count; ++b) copied[i] += layout.bytes(b);
       }
+      if (!in_place)  // the round's local copies (the own block): nothing to copy in place
+        for (const Copy& c : round.copies)
+          for (const BlockSpan& span : c.blocks)
+            for (int b = span.first; b < span.first + span.count; ++b) local[i] += layout.bytes(b);
       nic_bytes[placement.node_of(r)] += loads[i][static_cast<int>(Level::network)].bytes_out;
     }
     double round_time = 0;
@@ -215,16 +220,14 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
                          cost[lv].overhead_s * static_cast<double>(msgs - 1);
         rank_time = std::max(rank_time, t);
       }
-      const double own = k == 0 && !in_place
-                             ? gamma * static_cast<double>(layout.bytes(ranks[i]))
-                             : 0.0;
+      const double own = gamma * static_cast<double>(local[i]);  // the round's local copies
       if (node_ops[i]) {
         // Puts and gets: one flag synchronization, then copies by this rank's core, which
-        // also makes the own-block copy of round 0; messages of the round overlap them.
+        // also makes the round's local copies; messages of the round overlap them.
         rank_time = std::max(rank_time, params.node_sync_s + own +
                                             gamma * static_cast<double>(copied[i]));
       } else {
-        rank_time = std::max(rank_time, own);  // the own-block copy overlaps round 0
+        rank_time = std::max(rank_time, own);  // local copies overlap the round's messages
       }
       round_time = std::max(round_time, rank_time);
     }
@@ -232,11 +235,6 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       round_time = std::max(round_time, params.network.alpha_s + params.group_link_s_per_byte *
                                                                      static_cast<double>(bytes));
     total += round_time;
-  }
-  if (nrounds == 0 && !in_place) {
-    std::size_t own = 0;
-    for (int r : ranks) own = std::max(own, layout.bytes(r));
-    total = gamma * static_cast<double>(own);
   }
   return total;
 }

@@ -13,8 +13,8 @@
 // step; 0 where not measured); msgs_l / bytes_l: the larger of what a rank sends and receives on level l
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
-// γ: the local copy of the own block (out of place), per byte at the rate of a call of
-// this size (copy_s_per_byte_at: copies whose data stays in the caches run faster; in
+// γ: the local copies (a schedule's copy operations: the own block, out of place; none
+// in place), per byte at the rate of a call of this size (copy_s_per_byte_at: copies whose data stays in the caches run faster; in
 // place at copy_s_per_byte, the 4 MiB rate, for the reason cost_model.cpp gives).
 // Node-level operations (puts and gets on the node's segment, core/schedule.hpp): a rank's
 // round with any of them costs at least σ + γ · (bytes it puts and gets), σ one flag

@@ -264,8 +264,6 @@ void Execution::start() {
     abandon();
     throw;
   }
-  // The own block travels from the send buffer, so this copy overlaps round 0.
-  copy_own_block(buffers_, layout_, schedule_.rank);
 }
 
 bool Execution::test() {
@@ -350,7 +348,6 @@ void Execution::start_local() {
     abandon();
     throw;
   }
-  copy_own_block(buffers_, layout_, schedule_.rank);
 }
 
 void Execution::begin_local_round() {
@@ -360,6 +357,7 @@ void Execution::begin_local_round() {
       if (op.kind == NodeOp::Kind::put) node_->put(op, buffers_, layout_);
       else ++gets;
     }
+    copy_round();
     if (gets > 0) {
       cursors_.assign(gets, GetCursor{});
       return;
@@ -563,6 +561,15 @@ void Execution::post_round() {
     open_ = requests_.size();
     done_indices_.resize(requests_.size());
   }
+  copy_round();
+}
+
+// The round's local copies (core/schedule.hpp: the own block, out of place), once its
+// messages are posted: a send of the own block reads the send buffer, so they overlap.
+void Execution::copy_round() {
+  for (const Copy& c : schedule_.rounds[round_].copies)
+    for (const BlockSpan& span : c.blocks)
+      for (int b = span.first; b < span.first + span.count; ++b) copy_own_block(buffers_, layout_, b);
 }
 
 void Execution::post_transfers(const Round& round, bool checksums) {

@@ -115,7 +115,7 @@ class Execution {
   /// sends cannot be started again.
   bool failed() const { return failed_; }
 
-  /// Copies the own block into place (out of place) and posts the first round.
+  /// Posts the first round, then makes its local copies (the own block, out of place).
   void start();
   /// Advances as far as possible without blocking; true once every round is done.
   bool test();
@@ -138,6 +138,7 @@ class Execution {
   };
 
   void post_round();
+  void copy_round();  // the round's copy operations
   void post_transfers(const Round& round, bool checksums);
   void start_stored();  // MPI_Startall of stored_[round_], swapped in
   void swap_round(StoredRound& s) noexcept;

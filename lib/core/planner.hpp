@@ -23,8 +23,18 @@ class Planner {
     (void)p;
     return {};
   }
-  /// The schedule of rank p.rank among p.nranks. Pure: same input, same output.
-  virtual Schedule plan(const Problem& p) const = 0;
+  /// The schedule of rank p.rank among p.nranks: the algorithm's rounds (plan_rounds)
+  /// with the own block's local copy in round 0 (add_own_copy, core/schedule.hpp).
+  /// Pure: same input, same output.
+  Schedule plan(const Problem& p) const {
+    Schedule s = plan_rounds(p);
+    add_own_copy(s);
+    return s;
+  }
+
+ protected:
+  /// What the algorithm itself plans: its rounds of messages, without the own copy.
+  virtual Schedule plan_rounds(const Problem& p) const = 0;
 };
 
 /// Every planner of the registry, in registry order.

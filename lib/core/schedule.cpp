@@ -30,6 +30,15 @@ void add_node_op(Round& round, NodeOp::Kind kind, std::vector<BlockSpan> blocks)
   round.node.push_back({kind, std::move(blocks)});
 }
 
+void add_own_copy(Schedule& s) {
+  for (const Round& r : s.rounds)  // a planner that returns another's plan has it already
+    for (const Copy& c : r.copies)
+      for (const BlockSpan& span : c.blocks)
+        if (span.first <= s.rank && s.rank < span.first + span.count) return;
+  if (s.rounds.empty()) s.rounds.emplace_back();
+  s.rounds.front().copies.push_back({{{s.rank, 1}}});
+}
+
 void place_levels(Schedule& s, const std::vector<int>& node_of) {
   const int own = node_of[static_cast<std::size_t>(s.rank)];
   for (Round& r : s.rounds)
@@ -64,13 +73,11 @@ static void print_transfers(std::ostringstream& os, const char* verb,
   }
 }
 
-static void print_node_ops(std::ostringstream& os, const std::vector<NodeOp>& list) {
-  for (const auto& op : list) {
-    os << ' ' << (op.kind == NodeOp::Kind::put ? "put" : "get") << "(";
-    for (std::size_t i = 0; i < op.blocks.size(); ++i)
-      os << (i ? " " : "") << "[" << op.blocks[i].first << "," << op.blocks[i].first + op.blocks[i].count << ")";
-    os << ")";
-  }
+static void print_spans(std::ostringstream& os, const char* verb, const std::vector<BlockSpan>& spans) {
+  os << ' ' << verb << "(";
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    os << (i ? " " : "") << "[" << spans[i].first << "," << spans[i].first + spans[i].count << ")";
+  os << ")";
 }
 
 std::string describe(const Schedule& s) {
@@ -79,7 +86,9 @@ std::string describe(const Schedule& s) {
     os << "round " << i << ":";
     print_transfers(os, "send", s.rounds[i].sends);
     print_transfers(os, "recv", s.rounds[i].recvs);
-    print_node_ops(os, s.rounds[i].node);
+    for (const NodeOp& op : s.rounds[i].node)
+      print_spans(os, op.kind == NodeOp::Kind::put ? "put" : "get", op.blocks);
+    for (const Copy& c : s.rounds[i].copies) print_spans(os, "copy", c.blocks);
     os << '\n';
   }
   return os.str();

@@ -3,7 +3,7 @@
 // Algorithms produce schedules (plan); executors, the validator and the cost model
 // consume them. No MPI here.
 //
-// Three kinds of operation, each marked with the level it runs on (Level, below;
+// Four kinds of operation, each marked with the level it runs on (Level, below;
 // docs/algorithms.md, "Schedules"):
 //   network or node   send / recv: a point-to-point message to or from a peer rank. Its
 //                     level is the peers' placement: a planner of messages plans without
@@ -13,6 +13,10 @@
 //   node              put: copy blocks into the node's shared segment, then raise the
 //                     own flag; get: copy blocks out of the segment, once the flags of
 //                     the ranks that put or received them say they are there
+//   node              copy: a local copy of blocks from the rank's send buffer into its
+//                     receive buffer (the own block of an out-of-place call; nothing in
+//                     place). Every planner's schedule has it: Planner::plan adds it to
+//                     round 0 (add_own_copy), and the validator requires it
 // A transfer may read from and write to the node's segment instead of the rank's own
 // buffer (Place::segment): the leaders of a hierarchical all-gather exchange node
 // aggregates in place in the segment.
@@ -58,14 +62,24 @@ struct NodeOp {
   Level level = Level::node;  ///< always: the segment is the node's
 };
 
+/// A local copy: blocks from the rank's send buffer into their places in its receive
+/// buffer, with no other rank taking part (the own block of an out-of-place call; in
+/// place there is nothing to copy).
+struct Copy {
+  std::vector<BlockSpan> blocks;
+  Level level = Level::node;  ///< the rank's own memory
+};
+
 /// Everything in a round is posted at once and completes together. Sends may only
-/// carry blocks the rank (or, from the segment, its node) held before the round;
-/// receives and gets deliver at its end; a get reads what was in the segment before
-/// the round.
+/// carry blocks the rank (or, from the segment, its node) held before the round (the
+/// own block is held from the start: it is read from the send buffer); receives and
+/// gets deliver at its end; a get reads what was in the segment before the round.
+/// Copies are made once the round's messages are posted, so they overlap them.
 struct Round {
   std::vector<Transfer> sends;
   std::vector<Transfer> recvs;
   std::vector<NodeOp> node;
+  std::vector<Copy> copies;
 };
 
 /// The plan of one rank. Before round 0 the rank holds its own block `rank`.
@@ -90,6 +104,11 @@ void add_send(Round& round, int peer, std::vector<BlockSpan> blocks, Place place
 void add_recv(Round& round, int peer, std::vector<BlockSpan> blocks, Place place = Place::buffer);
 /// Adds a put or get to `round`; zero-block operations are skipped.
 void add_node_op(Round& round, NodeOp::Kind kind, std::vector<BlockSpan> blocks);
+
+/// Adds the copy of the own block `s.rank` to round 0 (a schedule of no rounds, one rank
+/// alone, gets a round with only that copy), unless some round copies it already (a
+/// planner that returns another planner's plan). Planner::plan calls it for every planner.
+void add_own_copy(Schedule& s);
 
 /// Marks every transfer of `s` with its level under a placement (`node_of[rank]`, one
 /// entry per rank of `s`): node between ranks of one node, network between nodes.

@@ -64,6 +64,9 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   // held[r][b]: rank r holds block b.
   std::vector<std::vector<char>> held(n, std::vector<char>(n, 0));
   for (int r = 0; r < n; ++r) held[r][r] = 1;
+  // copied[r]: rank r's own block is in its receive buffer (its copy ran; held[r][r] is
+  // true from the start: the send buffer holds it).
+  std::vector<char> copied(static_cast<std::size_t>(n), 0);
 
   for (std::size_t k = 0; k < nrounds; ++k) {
     std::unordered_map<long long, Queue> in_flight;  // key src * n + dst
@@ -94,6 +97,16 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
     std::vector<std::pair<int, int>> seg_arrivals;  // (node, block), applied after the round
     for (int r = 0; r < n; ++r) {
       if (k >= per_rank[r].rounds.size()) continue;
+      for (const Copy& c : per_rank[r].rounds[k].copies) {
+        if (c.level != Level::node) return where(k, r) + "marks its copy " + level_name(c.level) + "-level";
+        for (int b : expand(c.blocks)) {
+          if (b != r)
+            return where(k, r) + "copies block " + std::to_string(b) +
+                   ", not its own (a copy reads the send buffer, which holds only the own block)";
+          if (copied[static_cast<std::size_t>(r)]) return where(k, r) + "copies its own block twice";
+          copied[static_cast<std::size_t>(r)] = 1;
+        }
+      }
       for (const NodeOp& op : per_rank[r].rounds[k].node) {
         const bool put = op.kind == NodeOp::Kind::put;
         if (op.level != Level::node)
@@ -163,10 +176,13 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
       segment[j][b] = 1;
     }
   }
-  for (int r = 0; r < n; ++r)
+  for (int r = 0; r < n; ++r) {
     for (int b = 0; b < n; ++b)
       if (!held[r][b])
         return "rank " + std::to_string(r) + " ends without block " + std::to_string(b);
+    if (!copied[static_cast<std::size_t>(r)])
+      return "rank " + std::to_string(r) + " never copies its own block into its receive buffer";
+  }
   return {};
 }
 

@@ -13,7 +13,9 @@ namespace agx {
 
 /// Checks that, round by round, every receive matches a send from its peer in the
 /// same round (same blocks, same order, same place), nobody sends a block it does not
-/// hold, nobody receives a block it already holds, and every rank ends with all blocks.
+/// hold, nobody receives a block it already holds, and every rank ends with all blocks,
+/// its own block copied into its receive buffer exactly once (a copy of another block
+/// is refused: the send buffer holds only the own one).
 /// Node-level operations run on one symbolic segment per node (`node_of[rank]`; empty:
 /// all ranks on one node): a put needs the block in the rank's hands and must be the
 /// only put or segment receive of that block on its node; a get, or a send from the

@@ -147,13 +147,17 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
   std::exception_ptr disagreement;
   int misses = 0;
   for (const Round& round : s.rounds) {
-    for (const NodeOp& op : round.node) {
+    // As the engine runs a round: puts, then the local copies, then the gets.
+    for (const NodeOp& op : round.node)
       if (op.kind == NodeOp::Kind::put) {
         own_only(op, me, "the flag-line copies");
         put_line(h, gen, own_source(buffers, layout, me), nullptr, layout.bytes(me));
-        copy_own_block(buffers, layout, me);
-        continue;
       }
+    for (const Copy& c : round.copies)
+      for (const BlockSpan& span : c.blocks)
+        for (int b = span.first; b < span.first + span.count; ++b) copy_own_block(buffers, layout, b);
+    for (const NodeOp& op : round.node) {
+      if (op.kind == NodeOp::Kind::put) continue;
       for (const BlockSpan& span : op.blocks)
         for (int b = span.first; b < span.first + span.count; ++b) {
           const int j = h.topo.local_of[static_cast<std::size_t>(b)];

@@ -16,9 +16,11 @@
 #   pmpi   meson test --suite pmpi (C, Fortran 77/90 programs under LD_PRELOAD)
 #
 # The patches (test/mutation/*.patch, `patch -p1` against the source root):
-#   drop-block          plan_message skips the last block of every multi-block span
+#   drop-block          message planning and the compiled descriptors skip the last
+#                       block of every multi-block span
 #   swap-blocks         block_address swaps the places of blocks 1 and 2 (N > 2)
-#   skip-own-copy       the executor never copies the own block (out of place)
+#   skip-own-copy       the engine never makes a schedule's copies (the own block, out
+#                       of place)
 #   planner-drop-block  distance_halving stops passing on the last block it holds
 #   auto-runs-other     an automatic call runs ring (or direct) instead of what the
 #                       selector chose: right data, wrong algorithm

@@ -481,3 +481,56 @@ TEST_CASE("cost model: messages are priced on the level they are marked with", "
   CHECK(predict_seconds(planner_for(Algorithm::direct), layout, Placement(blocked(4, 1)), c, true) ==
         Approx(1e-6));
 }
+
+TEST_CASE("copies: every schedule copies its own block once, and the validator requires it",
+          "[node][validator]") {
+  // Planner::plan adds the own block's copy to round 0 of every planner's schedule.
+  for (const Planner* p : all_planners())
+    for (int n : {1, 2, 5}) {
+      if (!p->unsupported_reason({n, 0, 0}).empty()) continue;
+      for (int r = 0; r < n; ++r) {
+        const Schedule s = p->plan({n, r, 0});
+        INFO(to_string(p->id()) << " N=" << n << " rank " << r);
+        REQUIRE_FALSE(s.rounds.empty());
+        REQUIRE(s.rounds[0].copies.size() == 1);
+        CHECK(s.rounds[0].copies[0].blocks == std::vector<BlockSpan>{{r, 1}});
+        CHECK(s.rounds[0].copies[0].level == Level::node);
+      }
+    }
+  CHECK(describe(planner_for(Algorithm::ring).plan({1, 0, 0})) == "round 0: copy([0,1))\n");
+  for (Algorithm a : {Algorithm::shared_memory, Algorithm::hierarchical})
+    for (const auto& node_of : {std::vector<int>{0}, std::vector<int>(4, 0), blocked(6, 2)}) {
+      if (a == Algorithm::shared_memory && node_of.size() == 6) continue;
+      const auto plans = plan_all(a, shape_of(node_of));
+      for (const Schedule& s : plans) {
+        REQUIRE(s.rounds[0].copies.size() == 1);
+        CHECK(s.rounds[0].copies[0].blocks == std::vector<BlockSpan>{{s.rank, 1}});
+      }
+    }
+
+  std::vector<Schedule> ring;
+  for (int r = 0; r < 4; ++r) ring.push_back(planner_for(Algorithm::ring).plan({4, r, 0}));
+  REQUIRE(validate(ring) == "");
+  auto s = ring;
+  s[2].rounds[0].copies.clear();
+  CHECK(validate(s) == "rank 2 never copies its own block into its receive buffer");
+  s = ring;
+  s[2].rounds[0].copies[0].blocks = {{1, 1}};
+  CHECK(validate(s).find("copies block 1, not its own") != std::string::npos);
+  s = ring;
+  s[2].rounds[1].copies.push_back({{{2, 1}}});
+  CHECK(validate(s).find("round 1, rank 2: copies its own block twice") != std::string::npos);
+  s = ring;
+  s[2].rounds[0].copies[0].level = Level::network;
+  CHECK(validate(s).find("marks its copy network-level") != std::string::npos);
+}
+
+TEST_CASE("cost model: a schedule's copies are priced out of place, free in place", "[node][cost]") {
+  const CostParams c;
+  const std::size_t m = 1 << 20;
+  const Layout one = Layout::uniform(1, m);
+  // One rank: the schedule is its copy alone.
+  CHECK(predict_seconds(planner_for(Algorithm::ring), one, Placement::single_node(1), c, false) ==
+        Approx(copy_s_per_byte_at(c, m) * static_cast<double>(m)));
+  CHECK(predict_seconds(planner_for(Algorithm::ring), one, Placement::single_node(1), c, true) == 0);
+}

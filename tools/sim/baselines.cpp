@@ -62,7 +62,7 @@ std::vector<BlockSpan> all_but(int b, int n) {
 
 }  // namespace
 
-Schedule HanPlanner::plan(const Problem& p) const {
+Schedule HanPlanner::plan_rounds(const Problem& p) const {
   const int n = p.nranks, r = p.rank, ppn = std::max(1, std::min(ppn_, n));
   const int nodes = (n + ppn - 1) / ppn, node = r / ppn, local = r % ppn;
   const int leader = node * ppn, size = std::min(ppn, n - leader);

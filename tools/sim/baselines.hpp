@@ -36,8 +36,10 @@ class HanPlanner final : public Planner {
  public:
   HanPlanner(int ranks_per_node, AlgorithmChoice inter) : ppn_(ranks_per_node), inter_(inter) {}
   Algorithm id() const override { return Algorithm::hierarchical; }
-  Schedule plan(const Problem& p) const override;
   const AlgorithmChoice& inter() const { return inter_; }
+
+ protected:
+  Schedule plan_rounds(const Problem& p) const override;
 
  private:
   int ppn_;

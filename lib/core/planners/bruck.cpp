@@ -29,7 +29,8 @@ class BruckPlanner final : public Planner {
  public:
   Algorithm id() const override { return Algorithm::bruck; }
 
-  Schedule plan(const Problem& p) const override {
+ protected:
+  Schedule plan_rounds(const Problem& p) const override {
     const int n = p.nranks, r = p.rank;
     // k beyond N adds nothing (every peer is already reached in round 0).
     const long long k = std::min<long long>(p.radix == 0 ? 2 : p.radix, std::max(n, 2));

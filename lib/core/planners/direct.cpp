@@ -16,7 +16,8 @@ namespace {
 class DirectPlanner final : public Planner {
  public:
   Algorithm id() const override { return Algorithm::direct; }
-  Schedule plan(const Problem& p) const override {
+ protected:
+  Schedule plan_rounds(const Problem& p) const override {
     Schedule s{p.nranks, p.rank, {}};
     if (p.nranks == 1) return s;
     Round round;

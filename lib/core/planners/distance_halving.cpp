@@ -26,7 +26,8 @@ class DistanceHalvingPlanner final : public Planner {
  public:
   Algorithm id() const override { return Algorithm::distance_halving; }
 
-  Schedule plan(const Problem& pr) const override {
+ protected:
+  Schedule plan_rounds(const Problem& pr) const override {
     const int n = pr.nranks, r = pr.rank;
     Schedule s{n, r, {}};
     if (n == 1) return s;

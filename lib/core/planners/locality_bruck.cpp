@@ -44,7 +44,8 @@ std::vector<BlockSpan> group_blocks(int first, int count, int k, int groups) {
 class LocalityBruckPlanner final : public Planner {
  public:
   Algorithm id() const override { return Algorithm::locality_bruck; }
-  Schedule plan(const Problem& p) const override {
+ protected:
+  Schedule plan_rounds(const Problem& p) const override {
     const int n = p.nranks, r = p.rank;
     const int k = std::min(p.radix == 0 ? 8 : p.radix, std::max(n, 1));
     if (n % k != 0) return planner_for(Algorithm::bruck).plan({n, r, 2});

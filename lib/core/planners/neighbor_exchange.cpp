@@ -24,7 +24,8 @@ class NeighborExchangePlanner final : public Planner {
  public:
   Algorithm id() const override { return Algorithm::neighbor_exchange; }
 
-  Schedule plan(const Problem& p) const override {
+ protected:
+  Schedule plan_rounds(const Problem& p) const override {
     const int n = p.nranks, r = p.rank;
     Schedule s{n, r, {}};
     if (n == 1) return s;

@@ -4,7 +4,8 @@
 // and the cost model prices what they plan (core/cost_model.hpp).
 //
 // shared_memory (all N ranks on one node), staged through the node's segment:
-//   round 0   put the own block into the segment (and raise the own flag)
+//   round 0   put the own block into the segment (and raise the own flag); copy it
+//             into the own receive buffer (out of place), as every schedule does
 //   round 1   get every other block (each after its owner's flag)
 //
 //     r0 r1 r2 r3  --put-->  segment [B0 B1 B2 B3]  --get-->  every rank's buffer
@@ -98,13 +99,17 @@ std::size_t inter_rounds(AlgorithmChoice a, int nnodes) {
 
 Schedule shared_memory(int n, int rank) {
   Schedule s{n, rank, {}};
-  if (n == 1) return s;
+  if (n == 1) {
+    add_own_copy(s);
+    return s;
+  }
   s.rounds.resize(2);
   add_node_op(s.rounds[0], NodeOp::Kind::put, {{rank, 1}});
   std::vector<BlockSpan> others;
   if (rank > 0) others.push_back({0, rank});
   if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
   add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(others));
+  add_own_copy(s);
   return s;
 }
 
@@ -150,6 +155,7 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
   for (int r = 0; r < n; ++r)
     if (nodes.node_of[static_cast<std::size_t>(r)] != node) append_runs(remote, std::vector<int>{r}, 0, 1);
   add_node_op(s.rounds[I + 1], NodeOp::Kind::get, std::move(remote));
+  add_own_copy(s);
   return s;
 }
 

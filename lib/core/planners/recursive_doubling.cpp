@@ -22,7 +22,8 @@ class RecursiveDoublingPlanner final : public Planner {
  public:
   Algorithm id() const override { return Algorithm::recursive_doubling; }
 
-  Schedule plan(const Problem& pr) const override {
+ protected:
+  Schedule plan_rounds(const Problem& pr) const override {
     const int n = pr.nranks, r = pr.rank;
     Schedule s{n, r, {}};
     if (n == 1) return s;

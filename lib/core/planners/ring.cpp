@@ -17,7 +17,8 @@ namespace {
 class RingPlanner final : public Planner {
  public:
   Algorithm id() const override { return Algorithm::ring; }
-  Schedule plan(const Problem& p) const override {
+ protected:
+  Schedule plan_rounds(const Problem& p) const override {
     const int n = p.nranks, r = p.rank;
     Schedule s{n, r, {}};
     const int right = (r + 1) % n, left = (r - 1 + n) % n;
