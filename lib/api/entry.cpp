@@ -11,6 +11,7 @@
 #include "api/library_call.hpp"
 #include "core/config.hpp"
 #include "core/consistency.hpp"
+#include "core/idle_pool.hpp"
 #include "core/nonblocking.hpp"
 #include "core/persistent.hpp"
 
@@ -47,16 +48,10 @@ class Single final : public detail::Operation {
   bool may_spin() const override { return spins(*ctx_); }
   void dispose() noexcept override;
 
-  /// The idle ones, at most `limit` (never destroyed: a request may outlive static
-  /// destruction; the idle ones stay reachable).
-  struct Pool {
-    static constexpr std::size_t limit = 16;
-    std::mutex mutex;
-    Single* idle = nullptr;
-    std::size_t count = 0;
-  };
-  static Pool& pool() {
-    static Pool* const p = new Pool;
+  /// The idle ones (never destroyed: a request may outlive static destruction; the
+  /// idle ones stay reachable).
+  static IdlePool<Single>& pool() {
+    static auto* const p = new IdlePool<Single>;
     return *p;
   }
 
@@ -64,24 +59,14 @@ class Single final : public detail::Operation {
   CallChoice call_choice_;
   Buffers buffers_;
   std::optional<StartedCall> call_;
-  Single* next_idle_ = nullptr;
 };
 
 detail::OperationPtr Single::take(CommContext& ctx, const CallChoice& c,
                                   const Buffers& buffers, const Layout& layout) {
-  Single* s = nullptr;
-  {
-    Pool& p = pool();
-    std::lock_guard lock(p.mutex);
-    if (p.idle != nullptr) {
-      s = std::exchange(p.idle, p.idle->next_idle_);
-      --p.count;
-    }
-  }
+  Single* s = pool().take();
   if (s == nullptr) {
     s = new Single(ctx, c, buffers, layout);
   } else {
-    s->next_idle_ = nullptr;
     s->reuse(c.algorithm, layout);
     s->ctx_ = ctx.share();
     s->call_choice_ = c;
@@ -99,17 +84,7 @@ void Single::dispose() noexcept {
   }
   call_.reset();  // its node call goes back to its schedule's pool (hier/node_call.cpp)
   ctx_.reset();   // the communicator's state may go now
-  Single* self = this;
-  {
-    Pool& p = pool();
-    std::lock_guard lock(p.mutex);
-    if (p.count < Pool::limit) {
-      next_idle_ = std::exchange(p.idle, this);
-      ++p.count;
-      self = nullptr;
-    }
-  }
-  delete self;
+  if (!pool().keep(this)) delete this;
 }
 
 /// A persistent call: point-to-point algorithms on persistent requests made once

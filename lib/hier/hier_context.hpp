@@ -38,6 +38,7 @@
 
 #include "core/comm_context.hpp"  // NodeState
 #include "core/executor.hpp"
+#include "core/idle_pool.hpp"
 #include "core/nonblocking.hpp"
 #include "core/schedule.hpp"
 #include "hier/copy_choice.hpp"
@@ -241,21 +242,16 @@ class HierContext final : public NodeState {
   /// calls of one shape may be in flight together (each takes its own). At most
   /// `limit` are kept; a failed call is never kept. An idle call holds no reference to
   /// the communicator (no cycle) and no claim on the segment.
-  struct NodeCallPool {
-    static constexpr std::size_t limit = 16;
-    NodeCallPool() = default;
-    ~NodeCallPool();  // deletes the idle calls (node_call.cpp)
-    NodeCallPool(const NodeCallPool&) = delete;
-    NodeCallPool& operator=(const NodeCallPool&) = delete;
-    std::mutex mutex;  // a request may be freed on another thread than the next start
-    NodeCall* idle = nullptr;  ///< linked through NodeCall::next_idle
-    std::size_t count = 0;
-  };
+  using NodeCallPool = IdlePool<NodeCall>;
   /// Schedules of the round engine's node calls (node_call.cpp), per (algorithm, inter).
   /// A node schedule (node_call.cpp's node_schedule), the blocking calls' execution of
   /// it, rebound per call (run_node_schedule: a repeated call constructs nothing), and
   /// the idle nonblocking and persistent calls of it (destroyed before the schedule).
   struct NodePlan {
+    NodePlan() = default;
+    ~NodePlan();  // deletes the idle calls (node_call.cpp, where a NodeCall is whole)
+    NodePlan(const NodePlan&) = delete;
+    NodePlan& operator=(const NodePlan&) = delete;
     Schedule schedule;
     std::unique_ptr<Execution> blocking;
     NodeCallPool calls;

@@ -366,7 +366,7 @@ void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
 // waiting; test() advances the claim (set-up, growth, reuse), then the schedule's
 // rounds, then AGX_INTEGRITY's end-to-end check (its CRC messages, on a tag of the call).
 // Nothing waits on a peer inside start().
-// A call is reused (HierContext::NodeCallPool): a start takes an idle call of its node
+// A call is reused (HierContext::NodeCallPool, core/idle_pool.hpp): a start takes an idle call of its node
 // schedule, whose execution it rebinds and whose segment table it refills, so that a
 // repeated start of one shape allocates nothing; what belongs to one start only (the
 // segment's claim, the checks, the clock, the reference to the communicator) is made
@@ -391,11 +391,10 @@ struct NodeCall {
   bool checking = false;          // the rounds are done, the check is posted
   bool complete = false;          // test_node_call said so, without an error: reusable
   std::exception_ptr disagreement;  // the rounds' MPI_ERR_TRUNCATE, thrown after the check
-  NodeCall* next_idle = nullptr;    // in its plan's pool
 };
 
-HierContext::NodeCallPool::~NodeCallPool() {
-  while (idle != nullptr) delete std::exchange(idle, idle->next_idle);
+HierContext::NodePlan::~NodePlan() {
+  calls.drain([](NodeCall* c) { delete c; });
 }
 
 // A call that completed cleanly goes back to its schedule's pool (unless that is full);
@@ -411,30 +410,14 @@ void NodeCallDeleter::operator()(NodeCall* c) const noexcept {
   c->segment.reset();  // (its claim was served: nothing is queued)
   c->check.reset();
   c->clock.reset();
-  HierContext::NodeCallPool& pool = c->plan->calls;
-  {
-    std::lock_guard lock(pool.mutex);
-    if (pool.count < HierContext::NodeCallPool::limit) {
-      c->next_idle = std::exchange(pool.idle, c);
-      ++pool.count;
-      c = nullptr;
-    }
-  }
-  delete c;
+  if (!c->plan->calls.keep(c)) delete c;
 }
 
 namespace {
 
 // An idle call of `plan`, or a new one.
 NodeCallPtr take_call(HierContext::NodePlan& plan) {
-  {
-    std::lock_guard lock(plan.calls.mutex);
-    if (NodeCall* c = plan.calls.idle) {
-      plan.calls.idle = std::exchange(c->next_idle, nullptr);
-      --plan.calls.count;
-      return NodeCallPtr(c);
-    }
-  }
+  if (NodeCall* c = plan.calls.take()) return NodeCallPtr(c);
   NodeCallPtr call(new NodeCall);
   call->plan = &plan;
   return call;

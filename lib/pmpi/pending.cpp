@@ -10,6 +10,7 @@
 #include <agx/error.hpp>
 #include <agx/request.hpp>
 
+#include "core/idle_pool.hpp"
 #include "core/mpi_check.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
@@ -69,28 +70,21 @@ void add_handle(MPI_Request handle, MPI_Comm comm) {
   nonblocking_handles.emplace_back(handle, comm);
 }
 
-// Idle nonblocking Pendings (at most `idle_limit`), reused by later starts with their
+// Idle nonblocking Pendings (core/idle_pool.hpp), reused by later starts with their
 // PreparedCall (its vectors keep their capacity): a repeated MPI_Iallgather + MPI_Wait
 // allocates nothing in agx (the generalized request is the MPI library's). Never
 // destroyed: MPI may free a handle at MPI_Finalize, after static destructors could run.
-constexpr std::size_t idle_limit = 16;
-std::mutex idle_mutex;
-std::vector<Pending*>& idle_pendings() {
-  static auto* const idle = new std::vector<Pending*>;
+IdlePool<Pending>& idle_pendings() {
+  static auto* const idle = new IdlePool<Pending>;
   return *idle;
 }
 
 /// An idle Pending made ready for a nonblocking call of `c`, or a new one.
 std::unique_ptr<Pending> take_pending(const GatherCall& c) {
-  {
-    std::lock_guard lock(idle_mutex);
-    std::vector<Pending*>& idle = idle_pendings();
-    if (!idle.empty()) {
-      std::unique_ptr<Pending> p(idle.back());
-      idle.pop_back();
-      p->call->prepare(c);  // (throws for bad arguments: p is deleted, not pooled)
-      return p;
-    }
+  if (Pending* idle = idle_pendings().take()) {
+    std::unique_ptr<Pending> p(idle);
+    p->call->prepare(c);  // (throws for bad arguments: p is deleted, not pooled)
+    return p;
   }
   auto p = std::make_unique<Pending>();
   p->call = std::make_unique<PreparedCall>(c);
@@ -108,16 +102,7 @@ void recycle(Pending* p) {
   p->user_freed = false;
   p->error = MPI_SUCCESS;
   p->started = 0;
-  {
-    std::lock_guard lock(idle_mutex);
-    std::vector<Pending*>& idle = idle_pendings();
-    if (idle.size() < idle_limit) {
-      idle.reserve(idle_limit);
-      idle.push_back(p);
-      return;
-    }
-  }
-  delete p;
+  if (!idle_pendings().keep(p)) delete p;
 }
 
 // Generalized request callbacks. The state is the Pending, owned by MPI from the
