@@ -52,15 +52,14 @@ if [ ! -f "$work/build/build.ninja" ]; then
     { cat "$work/setup.log"; exit 1; }
 fi
 
-# Only what the three suites run is built.
-targets=(test/unit/test_unit test/mpi/test_allgather lib/pmpi/libagx_pmpi.so
-         test/pmpi/pmpi_allgather_c test/pmpi/pmpi_nonblocking_c test/pmpi/pmpi_allgather_f77
-         test/pmpi/pmpi_allgather_f90)
+# Everything is built (the pmpi suite runs a dozen programs; a list of them went stale
+# once, and the baseline then failed on a program that was never built). After the first
+# build a mutation recompiles its one file and relinks.
 
 # run_suites LABEL: prints the suites with a failing test ("-" when none failed).
 run_suites() {
   local label=$1 caught=()
-  ninja -C "$work/build" -j "${AGX_MUTATION_JOBS:-2}" "${targets[@]}" >"$work/$label.build.log" 2>&1 ||
+  ninja -C "$work/build" -j "${AGX_MUTATION_JOBS:-2}" >"$work/$label.build.log" 2>&1 ||
     { echo "build-failed"; return; }
   local mt=(meson test -C "$work/build" --no-rebuild --timeout-multiplier 0.3)
   "${mt[@]}" --logbase "$label-unit" unit >/dev/null 2>&1 || caught+=(unit)

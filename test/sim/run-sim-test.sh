@@ -11,7 +11,9 @@
 # time (without routes: 0.75 and 0.53, router links shared by the detour to a group's
 # gateway router) and auto must take the fastest of ring, neighbour exchange and distance
 # halving (without routes it took neighbour exchange, 1.20x ring). Then the platform that
-# tools/sim/cluster-platform.py makes from the 1 Gb/s cluster's tuning file (below). Then bad arguments (--sizes 8,x, a short
+# tools/sim/cluster-platform.py makes from the 1 Gb/s cluster's tuning file (below). Then the
+# grid's quick part (run-grid.py --quick): auto within 5 % of agx's best and at or below
+# the best fair baseline at each of its 8 points. Then bad arguments (--sizes 8,x, a short
 # --cost, ...) must be refused with a message and exit status 2. Skips (77) without smpicxx.
 #
 #   test/sim/run-sim-test.sh BUILD_DIR
@@ -124,6 +126,39 @@ if bad:
     sys.exit("FAIL: cluster platform: " + "; ".join(bad))
 print(f"sim: cluster platform from the 1 Gb/s tuning file: links as the file's levels; recursive doubling "
       f"64 B {float(rd['sim_s']) * 1e6:.1f} us (model {float(rd['pred_s']) * 1e6:.1f}); auto ran the measured winners")
+PY
+# The grid's quick part (tools/sim/run-grid.py --quick: the four 64-rank platforms at 8 B
+# and 64 KiB, every agx algorithm, auto, the fair baselines and SMPI's selectors; seconds):
+# at every point auto must be within 5 % of agx's best algorithm and at or below the best
+# fair baseline (Open MPI 4.1's fixed rule, MPICH's rules, HAN), docs/scale.md's targets.
+python3 "$root/tools/sim/run-grid.py" --quick --binary "$binary" --work-dir "$work/quick" \
+  -o "$work/quick.csv" --no-plot > "$work/quick.txt" 2>&1 || { cat "$work/quick.txt"; exit 1; }
+python3 - "$work/quick.csv" <<'PY' || exit 1
+import collections, csv, sys
+points = collections.defaultdict(dict)
+for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")):
+    if r["status"] == "ok":
+        points[(r["platform"], int(r["bytes"]))][r["algo"]] = float(r["sim_s"])
+fair_names = ("ompi41", "mpich", "han")
+bad, lines = [], []
+for (platform, size), t in sorted(points.items()):
+    agx = {a: s for a, s in t.items() if a != "auto" and a not in fair_names and not a.startswith("smpi")}
+    fair = {a: t[a] for a in fair_names if a in t}
+    if "auto" not in t or not agx or not fair:
+        bad.append(f"{platform} {size} B: missing rows ({sorted(t)})")
+        continue
+    best = min(agx, key=agx.get)
+    best_fair = min(fair, key=fair.get)
+    lines.append(f"{platform} {size} B: auto/{best} {t['auto'] / agx[best]:.3f}, auto/{best_fair} {t['auto'] / fair[best_fair]:.3f}")
+    if t["auto"] > 1.05 * agx[best]:
+        bad.append(f"{platform} {size} B: auto {t['auto'] / agx[best]:.2f}x {best}")
+    if t["auto"] > fair[best_fair] * (1 + 1e-9):
+        bad.append(f"{platform} {size} B: auto {t['auto'] / fair[best_fair]:.2f}x the fair baseline {best_fair}")
+if len(points) != 8:
+    bad.append(f"{len(points)} points, want 8 (4 platforms x 2 sizes)")
+print("\n".join("sim: quick grid: " + l for l in lines))
+if bad:
+    sys.exit("FAIL: quick grid: " + "; ".join(bad))
 PY
 # Bad values are refused with a message and exit status 2 (strtoull once read 8,x as 8,0).
 for bad in "--sizes 8,x|--sizes: not a number: 'x'" "--cost 1,2,3|--cost: needs 6" \
