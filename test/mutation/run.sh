@@ -18,7 +18,8 @@
 # The patches (test/mutation/*.patch, `patch -p1` against the source root):
 #   drop-block          message planning and the compiled descriptors skip the last
 #                       block of every multi-block span
-#   swap-blocks         block_address swaps the places of blocks 1 and 2 (N > 2)
+#   swap-blocks         block_address and the compiled descriptors swap the places of
+#                       blocks 1 and 2 (N > 2)
 #   skip-own-copy       the engine never makes a schedule's copies (the own block, out
 #                       of place)
 #   planner-drop-block  distance_halving stops passing on the last block it holds
