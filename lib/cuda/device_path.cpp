@@ -347,6 +347,9 @@ std::optional<bool> DeviceCall::test() {
     settle();
     if (!run_) return result_;
   }
+  // Whichever thread advances the call (the caller's, or AGX_PROGRESS_THREAD's, which
+  // starts on device 0) does its CUDA work on the caller's device.
+  if (local_device_) backend::set_device(device_);
   if (!run_->test()) return std::nullopt;
   run_.reset();
   result_ = true;
