@@ -14,6 +14,8 @@
 
 #include <agx/bytes.hpp>
 
+#include "core/schedule.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -61,6 +63,14 @@ inline void copy_own_block(const Buffers& b, const Layout& l, int rank) {
   const std::size_t own = l.bytes(rank);
   if (!b.in_place && own > 0)
     copy_bytes(static_cast<std::byte*>(b.recv) + l.offset(rank), b.send, own);
+}
+
+/// A round's copy operations (core/schedule.hpp; the validator admits only the own
+/// block's): the round engine and the flag-line path make them the same way.
+inline void make_copies(const Round& round, const Buffers& b, const Layout& l) {
+  for (const Copy& c : round.copies)
+    for (const BlockSpan& span : c.blocks)
+      for (int block = span.first; block < span.first + span.count; ++block) copy_own_block(b, l, block);
 }
 
 }  // namespace agx

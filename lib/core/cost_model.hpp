@@ -14,8 +14,9 @@
 // (levels run in parallel, a rank's messages on one level share its link). On the network
 // level, the bytes of all ranks of a node that cross it in the same round share the NIC.
 // γ: the local copies (a schedule's copy operations: the own block, out of place; none
-// in place), per byte at the rate of a call of this size (copy_s_per_byte_at: copies whose data stays in the caches run faster; in
-// place at copy_s_per_byte, the 4 MiB rate, for the reason cost_model.cpp gives).
+// in place), per byte at the rate of a call of this size (copy_s_per_byte_at: copies
+// whose data stays in the caches run faster; in place at copy_s_per_byte, the 4 MiB
+// rate, for the reason cost_model.cpp gives).
 // Node-level operations (puts and gets on the node's segment, core/schedule.hpp): a rank's
 // round with any of them costs at least σ + γ · (bytes it puts and gets), σ one flag
 // synchronization (CostParams::node_sync_s); its messages of that round overlap them.

@@ -566,11 +566,7 @@ void Execution::post_round() {
 
 // The round's local copies (core/schedule.hpp: the own block, out of place), once its
 // messages are posted: a send of the own block reads the send buffer, so they overlap.
-void Execution::copy_round() {
-  for (const Copy& c : schedule_.rounds[round_].copies)
-    for (const BlockSpan& span : c.blocks)
-      for (int b = span.first; b < span.first + span.count; ++b) copy_own_block(buffers_, layout_, b);
-}
+void Execution::copy_round() { make_copies(schedule_.rounds[round_], buffers_, layout_); }
 
 void Execution::post_transfers(const Round& round, bool checksums) {
   if (node_ != nullptr) {

@@ -153,9 +153,7 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
         own_only(op, me, "the flag-line copies");
         put_line(h, gen, own_source(buffers, layout, me), nullptr, layout.bytes(me));
       }
-    for (const Copy& c : round.copies)
-      for (const BlockSpan& span : c.blocks)
-        for (int b = span.first; b < span.first + span.count; ++b) copy_own_block(buffers, layout, b);
+    make_copies(round, buffers, layout);
     for (const NodeOp& op : round.node) {
       if (op.kind == NodeOp::Kind::put) continue;
       for (const BlockSpan& span : op.blocks)

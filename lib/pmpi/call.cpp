@@ -43,12 +43,16 @@ Bytes allocate(std::size_t n) { return Bytes(new std::byte[n == 0 ? 1 : n]); }
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-/// The chooser's answer to a query for the call (not what a communicator's first call
-/// runs instead, api/dispatch.hpp: a shape is recorded for the repeated path only where
-/// the call ran its choice).
+/// The chooser's algorithm for the call (core/choose.hpp): as on a communicator whose
+/// node is set up, so not what a communicator's first call runs instead (the call itself
+/// applies that rule, api/dispatch.hpp; a shape is recorded for the repeated path only
+/// where the call ran its choice).
 AlgorithmChoice selector_choice(MPI_Comm comm, const Layout& layout, const Options& options,
                                 bool in_place) {
-  return choose_call(context(comm), layout, options, in_place, CallKind::query).algorithm;
+  CallFacts facts;
+  facts.kind = CallKind::query;
+  facts.in_place = in_place;
+  return choose(context(comm).selector(), layout, options, facts).algorithm;
 }
 
 /// AGX_ALGO when it can serve the call; otherwise one warning and the automatic
