@@ -82,7 +82,7 @@ namespace {
 // The prediction over the schedules `plans` of the sampled `ranks` (see the header).
 double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>& ranks,
                      const Layout& layout, const Placement& placement, const CostParams& params,
-                     bool in_place) {
+                     bool in_place, double at_most) {
   const int n = layout.nranks();
   // With routes the group links are links of the routes: no group term of its own.
   const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0 && placement.routes() == nullptr;
@@ -117,7 +117,15 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   // aliasing"), so the cached rate would choose it where, taken over runs, it loses.
   const double gamma = in_place ? params.copy_s_per_byte : copy_s_per_byte_at(params, call_bytes);
   double total = 0;
+  // A round's per-rank tallies (kept across rounds: a round only resets them).
+  std::unordered_map<int, std::size_t> nic_bytes;  // network bytes leaving each node
+  std::unordered_map<long long, std::size_t> group_bytes;  // group a -> b (key a·n + b)
+  std::vector<std::array<Load, 2>> loads(plans.size());
+  std::vector<std::size_t> copied(plans.size()), local(plans.size());
+  std::vector<char> node_ops(plans.size());
+  std::vector<double> routed_done(plans.size());
   for (std::size_t k = 0; k < nrounds; ++k) {
+    if (total > at_most) return total;  // a lower bound already above at_most (see the header)
     if (routes) {  // every message's bytes onto the links of its path
       for (int id : touched) link_bytes[static_cast<std::size_t>(id)] = 0;
       touched.clear();
@@ -133,15 +141,17 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         }
       }
     }
-    // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks).
-    std::unordered_map<int, std::size_t> nic_bytes;
-    // Bytes from group a to group b this round (key a·n + b), when groups are modelled.
-    std::unordered_map<long long, std::size_t> group_bytes;
-    std::vector<std::array<Load, 2>> loads(plans.size());
-    std::vector<std::size_t> copied(plans.size(), 0);  // bytes of the round's puts and gets
-    std::vector<std::size_t> local(plans.size(), 0);   // bytes of the round's local copies
-    std::vector<char> node_ops(plans.size(), 0);
-    std::vector<double> routed_done(plans.size(), 0.0);  // the rank's routed messages done
+    // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks);
+    // bytes from group a to group b, when groups are modelled; per rank: its loads, the
+    // bytes of its puts and gets, of its local copies, whether it has node operations,
+    // when its routed messages are done.
+    nic_bytes.clear();
+    group_bytes.clear();
+    std::fill(loads.begin(), loads.end(), std::array<Load, 2>{});
+    std::fill(copied.begin(), copied.end(), 0);
+    std::fill(local.begin(), local.end(), 0);
+    std::fill(node_ops.begin(), node_ops.end(), 0);
+    std::fill(routed_done.begin(), routed_done.end(), 0.0);
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (k >= plans[i].rounds.size()) continue;
       const int r = ranks[i];
@@ -256,42 +266,63 @@ std::vector<int> prediction_ranks(const Placement& placement, const CostParams& 
   return ranks;
 }
 
+// The prediction over the schedules `plan_of(rank)` makes, bounded by at_most (see the
+// header): beyond 256 ranks, the sampled ranks' prediction first, a lower bound of the
+// whole (every term of a round is a sum or a maximum over the ranks priced, so fewer
+// ranks never price more); then every rank's, stopping once the rounds so far pass
+// at_most.
+template <class PlanOf>
+double predict_bounded(PlanOf plan_of, const Layout& layout, const Placement& placement,
+                       const CostParams& params, bool in_place, double at_most) {
+  const auto predict_over = [&](const std::vector<int>& ranks) {
+    std::vector<Schedule> plans;
+    plans.reserve(ranks.size());
+    for (int r : ranks) plans.push_back(plan_of(r));
+    return predict_plans(plans, ranks, layout, placement, params, in_place, at_most);
+  };
+  const std::vector<int> ranks = prediction_ranks(placement, params);
+  if (at_most < std::numeric_limits<double>::infinity()) {
+    const std::vector<int> few = sampled_ranks(placement.nranks());
+    if (few.size() * 4 <= ranks.size())
+      if (const double bound = predict_over(few); bound > at_most) return bound;
+  }
+  return predict_over(ranks);
+}
+
 }  // namespace
 
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
-                       const CostParams& params, bool in_place, int radix) {
-  const std::vector<int> ranks = prediction_ranks(placement, params);
-  std::vector<Schedule> plans;
-  plans.reserve(ranks.size());
-  for (int r : ranks) {  // a planner of messages plans without the placement: mark them
-    plans.push_back(planner.plan({layout.nranks(), r, radix}));
-    place_levels(plans.back(), placement.node_of());
-  }
-  return predict_plans(plans, ranks, layout, placement, params, in_place);
+                       const CostParams& params, bool in_place, int radix, double at_most) {
+  return predict_bounded(
+      [&](int r) {  // a planner of messages plans without the placement: mark them
+        Schedule s = planner.plan({layout.nranks(), r, radix});
+        place_levels(s, placement.node_of());
+        return s;
+      },
+      layout, placement, params, in_place, at_most);
 }
 
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
-                              const CostParams& params, bool in_place, const NodeStageParams& stage) {
+                              const CostParams& params, bool in_place, const NodeStageParams& stage,
+                              double at_most) {
   NodeShape shape;
   shape.node_of.resize(static_cast<std::size_t>(placement.nranks()));
   for (int r = 0; r < placement.nranks(); ++r) shape.node_of[static_cast<std::size_t>(r)] = placement.node_of(r);
   shape.leaders = stage.leaders;
   shape.inter = stage.inter;
   for (int b = 0; b < layout.nranks(); ++b) shape.total_bytes += layout.bytes(b);
-  const std::vector<int> ranks = prediction_ranks(placement, params);
-  std::vector<Schedule> plans;
-  plans.reserve(ranks.size());
-  for (int r : ranks) plans.push_back(plan_node_algorithm(a, shape, r));
-  return predict_plans(plans, ranks, layout, placement, params, in_place);
+  return predict_bounded([&](int r) { return plan_node_algorithm(a, shape, r); }, layout,
+                         placement, params, in_place, at_most);
 }
 
 double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
-                         const CostParams& params, bool in_place, const NodeStageParams& stage) {
+                         const CostParams& params, bool in_place, const NodeStageParams& stage,
+                         double at_most) {
   if (a.id == Algorithm::shared_memory && placement.nodes() != 1)
     return std::numeric_limits<double>::infinity();
   if (a.id == Algorithm::shared_memory || a.id == Algorithm::hierarchical)
-    return predict_node_algorithm(a.id, layout, placement, params, in_place, stage);
-  return predict_seconds(planner_for(a.id), layout, placement, params, in_place, a.radix);
+    return predict_node_algorithm(a.id, layout, placement, params, in_place, stage, at_most);
+  return predict_seconds(planner_for(a.id), layout, placement, params, in_place, a.radix, at_most);
 }
 
 }  // namespace agx

@@ -59,6 +59,7 @@
 #include <array>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -164,7 +165,7 @@ struct Routes {
 
 /// Routes are used up to this many ranks (the link loads need every rank's schedule);
 /// beyond, the level model with its sampled ranks.
-constexpr int kRoutedRanks = 1024;
+constexpr int kRoutedRanks = 4096;
 
 /// Seconds per byte of the local copies (own block, puts and gets) of an out-of-place call whose
 /// receive buffer holds `call_bytes` on each rank: copy_rates interpolated log-linearly
@@ -206,8 +207,17 @@ class Placement {
 /// folding algorithms change role), the same on every rank; with groups, the sample also
 /// holds every rank of rank 0's group, so that group's outgoing links are counted exactly.
 /// `radix` is the planner's parameter (Problem::radix).
+///
+/// `at_most` (every predict_* below): a chooser's best time so far. The prediction is exact
+/// when it is at most `at_most`; when it is more, a lower bound of it that is above
+/// `at_most` may come back instead, which is all a chooser needs to drop the candidate
+/// (Selector, core/select.cpp): the prices of fewer ranks (a round's terms are sums and
+/// maxima over the ranks priced) or of the first rounds. So a chooser that prices the
+/// likely winners first skips most of the work of the rest: at 4096 ranks with routes,
+/// the N − 1 rounds of every rank's ring. at_most = 0 gives a cheap lower bound.
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,
-                       const CostParams& params, bool in_place = false, int radix = 0);
+                       const CostParams& params, bool in_place = false, int radix = 0,
+                       double at_most = std::numeric_limits<double>::infinity());
 
 /// How a node stage is cut: leaders per node, the inter-node algorithm (unset: the
 /// rule of hier_inter_algorithm, core/planner.hpp).
@@ -221,13 +231,15 @@ struct NodeStageParams {
 /// their bytes at the copy rate, the leaders' messages as any other.
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
                               const CostParams& params, bool in_place,
-                              const NodeStageParams& stage = {});
+                              const NodeStageParams& stage = {},
+                              double at_most = std::numeric_limits<double>::infinity());
 
 /// Any concrete algorithm with its parameters (schedules, shared_memory, hierarchical).
 /// Infinity when the algorithm cannot serve this placement (shared_memory across nodes).
 double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
                          const CostParams& params, bool in_place,
-                         const NodeStageParams& stage = {});
+                         const NodeStageParams& stage = {},
+                         double at_most = std::numeric_limits<double>::infinity());
 
 /// The ranks whose schedules the prediction looks at.
 std::vector<int> sampled_ranks(int nranks);

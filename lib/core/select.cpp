@@ -117,6 +117,34 @@ std::vector<std::pair<AlgorithmChoice, double>> Selector::predictions(const Layo
   return out;
 }
 
+std::optional<std::pair<AlgorithmChoice, double>> Selector::cheapest(
+    const Layout& layout, bool in_place, bool (*keep)(const AlgorithmChoice&)) const {
+  struct Candidate {
+    AlgorithmChoice choice;
+    double bound;  // a lower bound of its prediction
+    std::size_t order;  // table order, for ties
+  };
+  // The bounds cost a few ranks' schedules beyond 256 ranks (sampled); below, every
+  // rank's, as much as the prediction itself: none then (0), table order.
+  const bool bounds = placement_.nranks() > 256;
+  std::vector<Candidate> cands;
+  for (const AlgorithmChoice& a : algorithm_variants())
+    if (can_serve(a.id, placement_) && keep(a))
+      cands.push_back({a, bounds ? predict_algorithm(a, layout, placement_, tuning_.params, in_place, stage_, 0.0) : 0.0,
+                       cands.size()});
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](const Candidate& x, const Candidate& y) { return x.bound < y.bound; });
+  std::optional<std::pair<AlgorithmChoice, double>> best;
+  std::size_t best_order = 0;
+  for (const Candidate& c : cands) {
+    const double best_s = best ? best->second : std::numeric_limits<double>::infinity();
+    if (c.bound > best_s) break;  // so are the bounds after it: none can win or tie
+    const double s = predict_algorithm(c.choice, layout, placement_, tuning_.params, in_place, stage_, best_s);
+    if (!best || s < best_s || (s == best_s && c.order < best_order)) best = {c.choice, s}, best_order = c.order;
+  }
+  return best;
+}
+
 AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
   if (placement_.nranks() == 1) return {Algorithm::direct, 0};
   const auto key = std::make_tuple(size_class(layout), in_place, layout.is_uniform());
@@ -131,11 +159,8 @@ AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
     }
   }
   AlgorithmChoice best = measured(layout);
-  if (best.id == Algorithm::automatic) {
-    double best_s = std::numeric_limits<double>::infinity();
-    for (const auto& [a, s] : predictions(layout, in_place))
-      if (s < best_s) best_s = s, best = a;  // ties: table order (first wins)
-  }
+  if (best.id == Algorithm::automatic)
+    if (const auto c = cheapest(layout, in_place, [](const AlgorithmChoice&) { return true; })) best = c->first;
   cache_.emplace(key, best);
   if (memoized) {
     std::lock_guard lock(memo_->mutex);
@@ -155,9 +180,8 @@ AlgorithmChoice Selector::best_point_to_point(const Layout& layout, bool in_plac
       return it->second.second;
   }
   AlgorithmChoice best{Algorithm::ring, 0};
-  double best_s = std::numeric_limits<double>::infinity();
-  for (const auto& [a, s] : predictions(layout, in_place))
-    if (!is_node_path(a.id) && s < best_s) best_s = s, best = a;  // same on every rank
+  if (const auto c = cheapest(layout, in_place, [](const AlgorithmChoice& a) { return !is_node_path(a.id); }))
+    best = c->first;  // same on every rank
   if (memoized) {
     std::lock_guard lock(memo_->mutex);
     auto it = memo_->entries.find(exact);

@@ -15,6 +15,7 @@
 #include "core/tuning.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -45,6 +46,14 @@ class Selector {
   /// Every algorithm variant that can serve the call, with its predicted seconds.
   std::vector<std::pair<AlgorithmChoice, double>> predictions(const Layout& layout,
                                                               bool in_place) const;
+
+  /// The candidate of least predicted time (ties: the first in table order), among those
+  /// that can serve the call and pass `keep`: the one predictions() would give, found by
+  /// branch and bound (every candidate's cheap lower bound first, then full predictions
+  /// in the order of those bounds, each bounded by the best so far: cost_model.hpp,
+  /// at_most). std::nullopt when none is kept.
+  std::optional<std::pair<AlgorithmChoice, double>> cheapest(
+      const Layout& layout, bool in_place, bool (*keep)(const AlgorithmChoice&)) const;
 
   /// Why the automatic choice is what it is ("measured", "predicted").
   std::string reason(const Layout& layout, bool in_place) const;

@@ -296,3 +296,56 @@ TEST_CASE("routes: the receiver's overhead per eager message, none for rendezvou
   CHECK(predict_seconds(planner_for(Algorithm::direct), Layout::uniform(4, 8), blocks_of(4, 1).with_routes(far), c) ==
         Approx(9e-6 + o));
 }
+
+#include "core/select.hpp"
+
+// A chooser's bound (at_most): the prediction is exact when it is at most the bound and
+// only a lower bound above it otherwise; the selector's branch and bound (cheap bounds
+// first, then full predictions bounded by the best so far) picks what the whole table
+// of predictions picks. 320 ranks with routes (a link up and down per node, one shared
+// core link between the two halves of the nodes) and without, one and eight per node.
+TEST_CASE("bounded predictions: exact up to the bound, and the selector's pick unchanged", "[cost]") {
+  const int n = 320;
+  for (int per_node : {1, 8}) {
+    const int nodes = n / per_node;
+    auto routes = std::make_shared<Routes>();
+    routes->links.assign(static_cast<std::size_t>(2 * nodes), RouteLink{1.0 / 12.5e9, 0.5e-6, false});
+    routes->links.push_back(RouteLink{1.0 / 50e9, 1e-6, false});  // the core link
+    const int core = 2 * nodes;
+    routes->path = [nodes, core](int from, int to, std::vector<int>& links) {
+      if (from == to) return;  // inside the node: the node level's α/β
+      links.push_back(from);
+      if ((from < nodes / 2) != (to < nodes / 2)) links.push_back(core);
+      links.push_back(nodes + to);
+    };
+    routes->recv_overhead_s = 0.3e-6;
+    routes->rendezvous_bytes = 65536;
+    for (bool routed : {false, true}) {
+      const Placement p = routed ? blocks_of(nodes, per_node).with_routes(routes) : blocks_of(nodes, per_node);
+      Selector sel(p, Tuning{}, NodeStageParams{});
+      for (std::size_t m : {std::size_t{8}, std::size_t{4096}, std::size_t{262144}}) {
+        CAPTURE(per_node, routed, m);
+        const Layout layout = Layout::uniform(n, m);
+        const auto all = sel.predictions(layout, false);
+        std::pair<AlgorithmChoice, double> want{{}, std::numeric_limits<double>::infinity()};
+        for (const auto& e : all)
+          if (e.second < want.second) want = e;  // ties: table order
+        const auto got = sel.cheapest(layout, false, [](const AlgorithmChoice&) { return true; });
+        REQUIRE(got);
+        CHECK(got->first == want.first);
+        CHECK(got->second == want.second);
+        for (const auto& [a, s] : all) {
+          CAPTURE(a.id, a.radix);
+          const NodeStageParams stage = sel.stage();
+          const double lower = predict_algorithm(a, layout, p, sel.tuning().params, false, stage, 0.0);
+          CHECK(lower <= s);
+          CHECK(lower > 0);
+          // Bounded at the winner's time: exact at or below it, above it otherwise.
+          const double bounded = predict_algorithm(a, layout, p, sel.tuning().params, false, stage, want.second);
+          if (s <= want.second) CHECK(bounded == s);
+          else CHECK((bounded > want.second && bounded <= s));
+        }
+      }
+    }
+  }
+}
