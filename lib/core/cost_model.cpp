@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <queue>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -79,6 +80,50 @@ std::size_t transfer_bytes(const Transfer& t, const Layout& layout) {
 
 namespace {
 
+// A routed message of a round: from its start (both ends in the round) it takes its
+// path's latency plus its delay on the slowest link of its path.
+struct Flow {
+  int from, to;
+  double start, bytes, latency, delay;
+};
+
+// The flows `on` one link share it as SimGrid's fluid model shares a link: at any
+// instant the flows there progress at equal rates, rate/(flows there) each (processor
+// sharing), each from its start; a fat pipe gives each flow the whole rate. Raises each
+// flow's delay to its time on this link. Virtual time V grows at 1/(flows there) per
+// second, so a flow that starts at V0 leaves when V reaches V0 + its bytes·β.
+void share_link(const RouteLink& link, std::vector<int>& on, std::vector<Flow>& flows) {
+  if (link.fatpipe || on.size() == 1) {
+    for (int f : on) flows[static_cast<std::size_t>(f)].delay = std::max(flows[static_cast<std::size_t>(f)].delay, flows[static_cast<std::size_t>(f)].bytes * link.s_per_byte);
+    return;
+  }
+  std::sort(on.begin(), on.end(), [&](int a, int b) {
+    return flows[static_cast<std::size_t>(a)].start < flows[static_cast<std::size_t>(b)].start;
+  });
+  using Leaving = std::pair<double, int>;  // (virtual time it leaves, flow)
+  std::priority_queue<Leaving, std::vector<Leaving>, std::greater<>> there;
+  double v = 0, t = flows[static_cast<std::size_t>(on.front())].start;
+  for (std::size_t next = 0; next < on.size() || !there.empty();) {
+    const double arrives = next < on.size() ? flows[static_cast<std::size_t>(on[next])].start
+                                            : std::numeric_limits<double>::infinity();
+    const auto active = static_cast<double>(there.size());
+    const double leaves = there.empty() ? std::numeric_limits<double>::infinity()
+                                        : t + (there.top().first - v) * active;
+    if (arrives <= leaves) {
+      if (active > 0) v += (arrives - t) / active;
+      t = arrives;
+      const Flow& f = flows[static_cast<std::size_t>(on[next++])];
+      there.emplace(v + f.bytes * link.s_per_byte, on[next - 1]);
+    } else {
+      Flow& f = flows[static_cast<std::size_t>(there.top().second)];
+      v = there.top().first;
+      t = leaves;
+      f.delay = std::max(f.delay, t - f.start);
+      there.pop();
+    }
+  }
+}
+
 // The prediction over the schedules `plans` of the sampled `ranks` (see the header).
 double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>& ranks,
                      const Layout& layout, const Placement& placement, const CostParams& params,
@@ -90,25 +135,26 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   std::size_t nrounds = 0;
   for (const Schedule& s : plans) nrounds = std::max(nrounds, s.rounds.size());
   const std::array<LevelCost, 2> cost{params.node, params.network};  // indexed by Level
-  // Routes: each link's bytes this round (the links touched are reset after the round).
+  // Routes: every rank keeps its own clock (the time it enters the round); a round's
+  // routed messages are flows that start once both ends have entered it, share each
+  // link of their paths with the flows there at the same time, and arrive at their
+  // receiver (see the header). arrival: key from·n + to.
   const Routes* routes = placement.routes();
-  std::vector<double> link_bytes(routes ? routes->links.size() : 0, 0.0);
+  std::vector<double> clock(routes ? static_cast<std::size_t>(n) : 0, 0.0);
+  std::vector<Flow> flows;
+  std::vector<std::vector<int>> link_flows(routes ? routes->links.size() : 0);
   std::vector<int> touched, path;
+  std::unordered_map<long long, double> arrival;
   std::vector<std::pair<double, bool>> arrivals;  // a rank's routed receives: time, eager
   const auto route = [&](int from, int to) -> const std::vector<int>& {
     path.clear();
     routes->path(placement.node_of(from), placement.node_of(to), path);
     return path;
   };
-  // A routed message's time: its links' latencies, then the most loaded link of its path.
-  const auto routed_time = [&](const std::vector<int>& links) {
-    double latency = routes->per_message_s, slowest = 0;
-    for (int id : links) {
-      const RouteLink& link = routes->links[static_cast<std::size_t>(id)];
-      latency += link.latency_s;
-      slowest = std::max(slowest, link.s_per_byte * link_bytes[static_cast<std::size_t>(id)]);
-    }
-    return latency + slowest;
+  const auto latency_of = [&](const std::vector<int>& links) {
+    double latency = routes->per_message_s;
+    for (int id : links) latency += routes->links[static_cast<std::size_t>(id)].latency_s;
+    return latency;
   };
   std::size_t call_bytes = 0;  // what each rank's receive buffer holds
   for (int b = 0; b < n; ++b) call_bytes += layout.bytes(b);
@@ -126,19 +172,40 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   std::vector<double> routed_done(plans.size());
   for (std::size_t k = 0; k < nrounds; ++k) {
     if (total > at_most) return total;  // a lower bound already above at_most (see the header)
-    if (routes) {  // every message's bytes onto the links of its path
-      for (int id : touched) link_bytes[static_cast<std::size_t>(id)] = 0;
+    if (routes) {  // the round's flows, shared link by link
+      // A round with a rendezvous message: every rank enters it when the last one does
+      // (see the header).
+      bool rendezvous = false;
+      for (std::size_t i = 0; i < plans.size() && !rendezvous; ++i)
+        if (k < plans[i].rounds.size())
+          for (const Transfer& t : plans[i].rounds[k].sends)
+            if (routes->rendezvous_bytes > 0 && transfer_bytes(t, layout) >= routes->rendezvous_bytes) rendezvous = true;
+      if (rendezvous)
+        for (std::size_t i = 0; i < plans.size(); ++i) clock[static_cast<std::size_t>(ranks[i])] = total;
+      flows.clear();
+      for (int id : touched) link_flows[static_cast<std::size_t>(id)].clear();
       touched.clear();
       for (std::size_t i = 0; i < plans.size(); ++i) {
         if (k >= plans[i].rounds.size()) continue;
+        const int from = ranks[i];
         for (const Transfer& t : plans[i].rounds[k].sends) {
-          const double bytes = static_cast<double>(transfer_bytes(t, layout));
-          for (int id : route(ranks[i], t.peer)) {
-            double& b = link_bytes[static_cast<std::size_t>(id)];
-            if (b == 0) touched.push_back(id);
-            b = routes->links[static_cast<std::size_t>(id)].fatpipe ? std::max(b, bytes) : b + bytes;
+          const std::vector<int>& links = route(from, t.peer);
+          if (links.empty()) continue;
+          const auto f = static_cast<int>(flows.size());
+          flows.push_back({from, t.peer, std::max(clock[static_cast<std::size_t>(from)], clock[static_cast<std::size_t>(t.peer)]),
+                           static_cast<double>(transfer_bytes(t, layout)), latency_of(links), 0.0});
+          for (int id : links) {
+            auto& on = link_flows[static_cast<std::size_t>(id)];
+            if (on.empty()) touched.push_back(id);
+            on.push_back(f);
           }
         }
+      }
+      for (int id : touched) share_link(routes->links[static_cast<std::size_t>(id)], link_flows[static_cast<std::size_t>(id)], flows);
+      arrival.clear();
+      for (const Flow& f : flows) {
+        double& a = arrival[static_cast<long long>(f.from) * n + f.to];
+        a = std::max(a, f.start + f.latency + f.delay);
       }
     }
     // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks);
@@ -159,18 +226,25 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       const auto mark_far = [&](Load& l, int peer) {
         l.far = l.far || !near_alpha || placement.group_of(r) != placement.group_of(peer);
       };
-      // A message on its route (routes given and the pair has a path): its time; else < 0.
-      const auto on_route = [&](int from, int to) {
+      // A message on its route (routes given and the pair has a path): when it arrives;
+      // else < 0. A sender that is not priced (a chooser's bound on fewer ranks, at_most)
+      // counts as entering the round at 0, its message as alone on its links.
+      const auto on_route = [&](int from, int to, std::size_t bytes) {
         if (!routes) return -1.0;
+        if (auto it = arrival.find(static_cast<long long>(from) * n + to); it != arrival.end()) return it->second;
         const std::vector<int>& links = route(from, to);
-        return links.empty() ? -1.0 : routed_time(links);
+        if (links.empty()) return -1.0;
+        double alone = 0;
+        for (int id : links) alone = std::max(alone, routes->links[static_cast<std::size_t>(id)].s_per_byte);
+        return clock[static_cast<std::size_t>(to)] + latency_of(links) + alone * static_cast<double>(bytes);
       };
       arrivals.clear();
-      double sends_wait = 0;  // the slowest rendezvous send on its route
+      const double entered = routes ? clock[static_cast<std::size_t>(r)] : 0.0;
+      double sends_wait = entered;  // the slowest rendezvous send on its route
       for (const Transfer& t : round.sends) {
         Load& l = loads[i][static_cast<int>(t.level)];
         const std::size_t bytes = transfer_bytes(t, layout);
-        if (const double at = on_route(r, t.peer); at >= 0) {
+        if (const double at = on_route(r, t.peer, bytes); at >= 0) {
           if (routes->rendezvous_bytes > 0 && bytes >= routes->rendezvous_bytes) sends_wait = std::max(sends_wait, at);
           continue;
         }
@@ -184,7 +258,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       for (const Transfer& t : round.recvs) {
         Load& l = loads[i][static_cast<int>(t.level)];
         const std::size_t bytes = transfer_bytes(t, layout);
-        if (const double at = on_route(t.peer, r); at >= 0) {
+        if (const double at = on_route(t.peer, r, bytes); at >= 0) {
           arrivals.emplace_back(at, routes->rendezvous_bytes == 0 || bytes < routes->rendezvous_bytes);
           continue;
         }
@@ -197,7 +271,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       // receiver's overhead (see the header).
       std::sort(arrivals.begin(), arrivals.end());
       double done = sends_wait;
-      for (double t = 0; const auto& [at, eager] : arrivals) {
+      for (double t = entered; const auto& [at, eager] : arrivals) {
         t = std::max(t, at) + (eager ? routes->recv_overhead_s : 0.0);
         done = std::max(done, t);
       }
@@ -215,7 +289,8 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     }
     double round_time = 0;
     for (std::size_t i = 0; i < plans.size(); ++i) {
-      double rank_time = routed_done[i];
+      if (routes && k >= plans[i].rounds.size()) continue;
+      double rank_time = routes ? 0.0 : routed_done[i];
       for (int lv = 0; lv < 2; ++lv) {
         const Load& l = loads[i][lv];
         std::size_t bytes = std::max(l.bytes_out, l.bytes_in);
@@ -239,8 +314,14 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       } else {
         rank_time = std::max(rank_time, own);  // local copies overlap the round's messages
       }
+      if (routes) {  // the rank's clock: its routed messages, the rest of the round after it entered
+        double& c = clock[static_cast<std::size_t>(ranks[i])];
+        c = std::max(c + rank_time, routed_done[i]);
+        total = std::max(total, c);
+      }
       round_time = std::max(round_time, rank_time);
     }
+    if (routes) continue;  // total: the latest clock
     for (const auto& [pair, bytes] : group_bytes)
       round_time = std::max(round_time, params.network.alpha_s + params.group_link_s_per_byte *
                                                                      static_cast<double>(bytes));

@@ -349,3 +349,52 @@ TEST_CASE("bounded predictions: exact up to the bound, and the selector's pick u
     }
   }
 }
+
+namespace {
+
+// Four ranks, one per node. Round 0: ranks 0 and 1 exchange a block; round 1: ranks 0
+// and 2 both send theirs to rank 3. Rank 2 has nothing to do in round 0.
+class Staggered final : public Planner {
+ public:
+  Algorithm id() const override { return Algorithm::direct; }
+
+ protected:
+  Schedule plan_rounds(const Problem& p) const override {
+    Schedule s{p.nranks, p.rank, std::vector<Round>(2)};
+    const int r = p.rank;
+    if (r == 0 || r == 1) {
+      add_send(s.rounds[0], 1 - r, {{r, 1}});
+      add_recv(s.rounds[0], 1 - r, {{1 - r, 1}});
+    }
+    if (r == 0 || r == 2) add_send(s.rounds[1], 3, {{r, 1}});
+    if (r == 3) {
+      add_recv(s.rounds[1], 0, {{0, 1}});
+      add_recv(s.rounds[1], 2, {{2, 1}});
+    }
+    return s;
+  }
+};
+
+}  // namespace
+
+// Routed rounds are no barriers, and flows share a link only while both are on it: rank
+// 2's message to rank 3 starts at 0 (both are in round 1 from the start) and is through
+// rank 3's down link by the time rank 0's starts, at the end of its round 0; each takes
+// the link alone (1 µs), so the call takes 2 µs, where barrier rounds with the round's
+// bytes on the link took 1 + 2 µs. A round with a rendezvous message is such a barrier.
+TEST_CASE("routes: per-rank clocks, and a link shared only by the flows on it at once", "[cost]") {
+  CostParams c;
+  c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
+  auto routes = std::make_shared<Routes>();
+  routes->links.assign(8, RouteLink{1e-9, 0.0, false});  // up 0-3, down 4-7: 1 ns per byte
+  routes->path = [](int from, int to, std::vector<int>& links) {
+    links.push_back(from);
+    links.push_back(4 + to);
+  };
+  const Placement p = blocks_of(4, 1).with_routes(routes);
+  const Layout layout = Layout::uniform(4, 1000);
+  CHECK(predict_seconds(Staggered{}, layout, p, c) == Approx(2e-6));
+  routes->rendezvous_bytes = 1000;  // every message: rounds are barriers
+  CHECK(predict_seconds(Staggered{}, layout, p, c) == Approx(3e-6));
+}

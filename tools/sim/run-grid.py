@@ -68,7 +68,7 @@ BASELINES = ["ompi41", "mpich", "han"]
 AGX = registry.planners()
 NODE_PATHS = [a for a in registry.node_paths() if a not in ("shared_memory",)]
 # Chosen subsets (by their cost at 4096 ranks, below); each must name registry algorithms.
-LOG_DEPTH = ["recursive_doubling", "bruck", "distance_halving"]
+LOG_DEPTH = ["recursive_doubling", "bruck", "distance_halving", "locality_bruck"]
 WITHOUT_DIRECT = [a for a in AGX if a != "direct"]
 for _name in LOG_DEPTH + ["direct"]:
     if _name not in AGX:
