@@ -9,6 +9,8 @@
 #include "core/mpi_check.hpp"
 #include "core/nonblocking.hpp"
 #include "core/planner.hpp"
+#include "hier/block_pieces.hpp"
+#include "hier/node_copies.hpp"
 #include "hier/probe.hpp"
 #include "hier/settings.hpp"
 #include "hier/wait.hpp"
@@ -219,6 +221,7 @@ std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {
   drain_claims();
   const std::size_t want = wanted_bytes(total);
   if (data_bytes() < want) {
+    agree_to_grow(gen);
     // Every local rank must be done with the old segment before it goes away.
     wait_done(std::max(last_use_[0], last_use_[1]));
     data_.reset();
@@ -245,6 +248,48 @@ std::byte* HierContext::region(std::uint64_t gen, std::size_t total) {
   wait_done(std::max(last_use_[0], last_use_[1]));
   last_use_ = {gen, gen};
   return data_->data();
+}
+
+// Growing is collective over the node (SharedSegment), decided from the call's total,
+// which every rank knows alike, unless the program is erroneous and the ranks' counts
+// differ: then a rank whose counts need no growth (its blocks fit the flag lines, or its
+// call fits the segment) never joins, and the growth would wait for it forever. So each
+// rank first announces the growth in its slot and waits until every local rank has
+// announced it too, or shows this call on another path: its flag line or its progress
+// mark of this call, written without an announcement. Then this rank publishes a block
+// no reader expects (those waiting for its block fail with MPI_ERR_TRUNCATE, as those
+// waiting for its flag line do once its progress shows the call) and fails too.
+void HierContext::agree_to_grow(std::uint64_t gen) {
+  Slot& own = own_slot();
+  own.grow.store(gen, std::memory_order_release);
+  notify();
+  const int n = topo.local_size();
+  for (int j = 0; j < n; ++j) {
+    if (j == topo.local) continue;
+    const Slot& s = slots_[j];
+    bool other = false;
+    wait_advancing(
+        *this,
+        [&] {
+          if (s.grow.load(std::memory_order_acquire) >= gen) return true;
+          other = s.progress.load(std::memory_order_acquire) >= progress_mark(gen, 0) ||
+                  s.inline_data[gen & 1].seq.load(std::memory_order_acquire) >> InlineBlock::size_bits >= gen;
+          return other;
+        },
+        [&](double seconds) {
+          stalled("growing the shared segment",
+                  local_name(j) + " to join the growth for call " + std::to_string(gen) +
+                      " (a rank that skipped the call, or died)",
+                  seconds);
+        });
+    if (!other) continue;
+    publish_no_block(own, gen);
+    own.progress.store(progress_mark(gen, 0), std::memory_order_release);
+    notify();
+    throw Error(MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: call " + std::to_string(gen) +
+                                      " needs a larger shared segment here, and " + local_name(j) +
+                                      " took another path (its counts give it another)");
+  }
 }
 
 const Schedule& HierContext::inter_schedule(const AlgorithmChoice& a) {

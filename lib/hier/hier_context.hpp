@@ -8,6 +8,8 @@
 //   slot[i].progress   (gen << 32) | chunks of its block copied into the segment
 //                      (single copy: | 1 once its block address is published)
 //   slot[i].done       last gen in which it finished reading (segment or peers)
+//   slot[i].grow       last gen for which it is about to grow the data segment (the
+//                      growth is collective over the node: the ranks agree on it first)
 //   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
 //   slot[i].address    single copy: where its block lives in its own address space
 //   slot[i].pid        its process id (for process_vm_readv)
@@ -72,6 +74,7 @@ struct alignas(64) InlineBlock {
 struct alignas(64) Slot {
   std::atomic<std::uint64_t> progress{0};
   std::atomic<std::uint64_t> done{0};
+  std::atomic<std::uint64_t> grow{0};
   std::atomic<std::uint64_t> ready{0};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
@@ -268,6 +271,10 @@ class HierContext final : public NodeState {
   std::vector<std::size_t> blocking_bytes, blocking_offsets;
 
  private:
+  /// Before a blocking call's growth (region()): every local rank announces it for `gen`;
+  /// one that shows call `gen` without it (its counts give it no growth) fails the call
+  /// with MPI_ERR_TRUNCATE here, and there through this rank's published block.
+  void agree_to_grow(std::uint64_t gen);
   void wait_done(std::uint64_t gen);
   bool done_through(std::uint64_t gen);
   static std::size_t wanted_bytes(std::size_t total);  ///< a call's need in the segment

@@ -52,6 +52,11 @@ void publish_block(Slot& own, std::uint64_t gen, std::size_t bytes, std::uint64_
   own.block_offset[gen & 1].store(tagged(gen, offset), std::memory_order_relaxed);
 }
 
+void publish_no_block(Slot& own, std::uint64_t gen) {
+  own.block_bytes[gen & 1].store(tagged(gen, value_mask), std::memory_order_relaxed);
+  own.block_offset[gen & 1].store(tagged(gen, value_mask), std::memory_order_relaxed);
+}
+
 std::exception_ptr block_disagreement(const HierContext& h, int j, std::uint64_t gen, int block,
                                       std::size_t bytes, std::uint64_t offset) {
   const Slot& s = h.slot(j);
@@ -61,6 +66,8 @@ std::exception_ptr block_disagreement(const HierContext& h, int j, std::uint64_t
   const bool place_ok = place_word >> value_bits != (gen & gen_mask) || place_word == tagged(gen, offset);
   if (size_ok && place_ok) return nullptr;
   const std::uint64_t wrote = size_word & value_mask;
+  if (wrote == value_mask)
+    return std::make_exception_ptr(another_path(h, j, gen, block));
   return std::make_exception_ptr(Error(MPI_ERR_TRUNCATE,
               "agx: the ranks disagree on the counts: block " + std::to_string(block) +
                   " holds " + std::to_string(bytes) + " bytes here, its owner " +

@@ -41,6 +41,11 @@ namespace agx::hier {
 /// reader never takes a later call's words for this one's.
 void publish_block(Slot& own, std::uint64_t gen, std::size_t bytes, std::uint64_t offset);
 
+/// Publishes for call `gen` a block no reader expects (the ranks disagree on the counts and
+/// this rank leaves the call): every reader of it fails with MPI_ERR_TRUNCATE
+/// (block_disagreement) instead of waiting for a block that never comes.
+void publish_no_block(Slot& own, std::uint64_t gen);
+
 /// The MPI_ERR_TRUNCATE of a reader when local rank j published its block of call `gen`
 /// with another size than `bytes` (block `block`) or at another place than `offset`: the
 /// ranks gave different counts; null when they agree. Read after j's flag showed the

@@ -17,6 +17,8 @@
  *   counts         rank 0 gives smaller counts than the others: no rank returns
  *                  success; the ranks that receive more than rank 0 wrote get
  *                  MPI_ERR_TRUNCATE
+ *   counts-grow    the same where one side's call must grow the node's shared segment
+ *                  and the other's not: every rank returns MPI_ERR_TRUNCATE, none hangs
  *   truncate       a receive block smaller than what its sender sends: MPI_ERR_TRUNCATE
  *                  (never MPI_ERR_IN_STATUS from a single-request call)
  *   attributes     a user attribute whose copy callback fails and whose delete callback
@@ -286,6 +288,43 @@ static void case_type(int freed) {
  * flag line and the others' (4028 B) do not, so the ranks take different copies of one
  * call and must each find that out from the other's flags (the shared segment grown
  * first by an agreeing call, so that no rank needs to grow it in this one). */
+/* Disagreeing counts where one side's call must grow the node's shared segment and the
+ * other's need not (growing is collective over the node): on a fresh communicator rank 0
+ * gives 1006 ints (4024 B: its blocks fit the flag lines) and the others 1007 (4028 B:
+ * staged, which first makes the segment); then, the segment grown by an agreeing call of
+ * 16384 ints, rank 0 gives 16000 (its call fits that segment) and the others 17000 (theirs
+ * grows it). Every rank must return an error (MPI_ERR_TRUNCATE where agx's own paths find
+ * it), none may wait forever for a growth the others never join. */
+static void case_counts_grow(void) {
+  if (n < 2) return;
+  for (int k = 0; k < 2; ++k) {
+    MPI_Comm comm = fresh_comm();
+    if (k == 1) {
+      const int big = 16384;
+      int* s = ints((size_t)big);
+      int* r = ints((size_t)n * big);
+      fill(s, big);
+      CHECK(MPI_Allgather(s, big, MPI_INT, r, big, MPI_INT, comm) == MPI_SUCCESS,
+            "an agreeing call of %d ints failed", big);
+      free(s);
+      free(r);
+    }
+    const int mine = k == 0 ? (me == 0 ? 1006 : 1007) : (me == 0 ? 16000 : 17000);
+    int* send = ints((size_t)mine);
+    int* recv = ints((size_t)n * mine);
+    fill(send, mine);
+    const int rc = MPI_Allgather(send, mine, MPI_INT, recv, mine, MPI_INT, comm);
+    char what[80];
+    snprintf(what, sizeof what, "counts %d here, %s", mine, k == 0 ? "fresh" : "grown");
+    report(what, rc);
+    CHECK(rc != MPI_SUCCESS, "%s: success with disagreeing counts", what);
+    CHECK(class_of(rc) == MPI_ERR_TRUNCATE, "%s: %s, expected MPI_ERR_TRUNCATE", what,
+          class_name(class_of(rc)));
+    MPI_Comm_free(&comm);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
 static void case_counts(void) {
   MPI_Comm comm = fresh_comm();
   if (n < 2) {
@@ -515,6 +554,7 @@ int main(int argc, char** argv) {
   else if (strcmp(name, "type-freed") == 0) case_type(1);
   else if (strcmp(name, "type-uncommitted") == 0) case_type(0);
   else if (strcmp(name, "counts") == 0) case_counts();
+  else if (strcmp(name, "counts-grow") == 0) case_counts_grow();
   else if (strcmp(name, "truncate") == 0) case_truncate();
   else if (strcmp(name, "attributes") == 0) case_attributes();
   else if (strcmp(name, "first-nonblocking") == 0) case_first_nonblocking();
