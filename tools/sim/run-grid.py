@@ -3,7 +3,7 @@
 platforms of platforms/ (tools/sim/gen-platforms.py), and writes a CSV and plots.
 
     tools/sim/run-grid.py                      # full grid -> docs/scale/grid.csv + PNGs
-    tools/sim/run-grid.py --quick              # 64 ranks only, 2 sizes (a minute or two)
+    tools/sim/run-grid.py --quick              # 64 ranks only, 3 sizes (seconds)
     tools/sim/run-grid.py --only fattree-64r-8ppn -o /tmp/x.csv
 
 One smpirun per platform, one at a time (-j): every agx algorithm, auto, and SMPI's ompi,
@@ -96,6 +96,8 @@ GRID = {
                selectors={"ompi": [8], "mpich": [8]},
                unsimulated=["direct", "ring", "neighbor_exchange"]),
 }
+# Radix variants the quick grid runs as rows of their own (auto weighs them all).
+QUICK_EXTRAS = ["bruck:k=4", "locality_bruck:k=4"]
 COLUMNS = ["platform", "topology", "nranks", "ppn", "algo", "ran", "bytes",
            "sim_s", "pred_s", "point_wall_s", "run_wall_s", "status"]
 
@@ -190,7 +192,8 @@ def main():
                     help="the platforms (default platforms/params.json; tools/sim/cluster-platform.py "
                          "writes one for a measured cluster)")
     ap.add_argument("--only", help="comma-separated platform ids")
-    ap.add_argument("--quick", action="store_true", help="64 ranks, 8 B and 64 KiB")
+    ap.add_argument("--quick", action="store_true",
+                    help="64 ranks, 8 B, 256 B and 64 KiB, with the radix variants auto weighs most")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("-j", "--jobs", type=int, default=1, help="smpirun processes at once")
     ap.add_argument("--algos", help="comma-separated: run only these agx algorithms (and auto)")
@@ -238,10 +241,12 @@ def main():
             continue
         if args.quick and p["nranks"] != 64:
             continue
-        sizes = [8, 64 * KiB] if args.quick else g["sizes"]
+        # --quick: 256 B is the point where Bruck's far rounds decide (the routed model's
+        # per-rank clocks, docs/scale.md), bruck:k=4 the radix auto takes there.
+        sizes = [8, 256, 64 * KiB] if args.quick else g["sizes"]
         if args.sizes:
             sizes = [b for b in sizes if str(b) in args.sizes.split(",")]
-        algos = g["algos"] + extra_algos(pid)
+        algos = g["algos"] + extra_algos(pid) + (QUICK_EXTRAS if args.quick else [])
         if not own:
             if p["ppn"] > 1:
                 algos = algos + NODE_PATHS
