@@ -127,7 +127,7 @@ void share_link(const RouteLink& link, std::vector<int>& on, std::vector<Flow>& 
 // The prediction over the schedules `plans` of the sampled `ranks` (see the header).
 double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>& ranks,
                      const Layout& layout, const Placement& placement, const CostParams& params,
-                     bool in_place, double at_most) {
+                     bool in_place, double at_most, bool alone = false) {
   const int n = layout.nranks();
   // With routes the group links are links of the routes: no group term of its own.
   const bool groups = placement.has_groups() && params.group_link_s_per_byte > 0 && placement.routes() == nullptr;
@@ -201,7 +201,19 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
           }
         }
       }
-      for (int id : touched) share_link(routes->links[static_cast<std::size_t>(id)], link_flows[static_cast<std::size_t>(id)], flows);
+      // `alone` (a chooser's bound over fewer ranks): every flow as if alone on its links.
+      // A link shared in time is not monotone in the flows' starts (an unpriced receiver's
+      // clock counts as 0, so a flow may start earlier than it would and meet another),
+      // but a flow alone is never slower than shared: the bound stays below the whole.
+      for (int id : touched) {
+        const RouteLink& link = routes->links[static_cast<std::size_t>(id)];
+        auto& on = link_flows[static_cast<std::size_t>(id)];
+        if (!alone) share_link(link, on, flows);
+        else
+          for (int f : on)
+            flows[static_cast<std::size_t>(f)].delay =
+                std::max(flows[static_cast<std::size_t>(f)].delay, flows[static_cast<std::size_t>(f)].bytes * link.s_per_byte);
+      }
       arrival.clear();
       for (const Flow& f : flows) {
         double& a = arrival[static_cast<long long>(f.from) * n + f.to];
@@ -350,24 +362,24 @@ std::vector<int> prediction_ranks(const Placement& placement, const CostParams& 
 // The prediction over the schedules `plan_of(rank)` makes, bounded by at_most (see the
 // header): beyond 256 ranks, the sampled ranks' prediction first, a lower bound of the
 // whole (every term of a round is a sum or a maximum over the ranks priced, so fewer
-// ranks never price more); then every rank's, stopping once the rounds so far pass
-// at_most.
+// ranks never price more; with routes every flow is priced alone there, see
+// predict_plans); then every rank's, stopping once the rounds so far pass at_most.
 template <class PlanOf>
 double predict_bounded(PlanOf plan_of, const Layout& layout, const Placement& placement,
                        const CostParams& params, bool in_place, double at_most) {
-  const auto predict_over = [&](const std::vector<int>& ranks) {
+  const auto predict_over = [&](const std::vector<int>& ranks, bool alone) {
     std::vector<Schedule> plans;
     plans.reserve(ranks.size());
     for (int r : ranks) plans.push_back(plan_of(r));
-    return predict_plans(plans, ranks, layout, placement, params, in_place, at_most);
+    return predict_plans(plans, ranks, layout, placement, params, in_place, at_most, alone);
   };
   const std::vector<int> ranks = prediction_ranks(placement, params);
   if (at_most < std::numeric_limits<double>::infinity()) {
     const std::vector<int> few = sampled_ranks(placement.nranks());
     if (few.size() * 4 <= ranks.size())
-      if (const double bound = predict_over(few); bound > at_most) return bound;
+      if (const double bound = predict_over(few, true); bound > at_most) return bound;
   }
-  return predict_over(ranks);
+  return predict_over(ranks, false);
 }
 
 }  // namespace

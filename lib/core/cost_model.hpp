@@ -225,7 +225,9 @@ class Placement {
 /// when it is at most `at_most`; when it is more, a lower bound of it that is above
 /// `at_most` may come back instead, which is all a chooser needs to drop the candidate
 /// (Selector, core/select.cpp): the prices of fewer ranks (a round's terms are sums and
-/// maxima over the ranks priced) or of the first rounds. So a chooser that prices the
+/// maxima over the ranks priced; with routes, each of their messages alone on its links,
+/// since a link shared in time is not monotone in when messages start) or of the first
+/// rounds. So a chooser that prices the
 /// likely winners first skips most of the work of the rest: at 4096 ranks with routes,
 /// the N − 1 rounds of every rank's ring. at_most = 0 gives a cheap lower bound.
 double predict_seconds(const Planner& planner, const Layout& layout, const Placement& placement,

@@ -285,6 +285,7 @@ void HierContext::agree_to_grow(std::uint64_t gen) {
     if (!other) continue;
     publish_no_block(own, gen);
     own.progress.store(progress_mark(gen, 0), std::memory_order_release);
+    finish_call(gen);  // (read nothing) so that later calls' done and ready marks move on
     notify();
     throw Error(MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts: call " + std::to_string(gen) +
                                       " needs a larger shared segment here, and " + local_name(j) +

@@ -356,7 +356,12 @@ void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
     return;
   }
   StagedSegment segment(h, schedule, layout, h.blocking_bytes, h.blocking_offsets, pieces, true);
-  segment.claim_blocking();
+  try {
+    segment.claim_blocking();
+  } catch (const Error&) {
+    ctx.next_tag();  // the call's tag, as a peer that got its region takes it (run_blocking)
+    throw;
+  }
   run_blocking(h, ctx, a, plan, buffers, layout, segment);
   h.mark_started(segment.gen() - 1);  // every local rank has put its block of this call
 }
