@@ -288,6 +288,18 @@ static void case_type(int freed) {
  * flag line and the others' (4028 B) do not, so the ranks take different copies of one
  * call and must each find that out from the other's flags (the shared segment grown
  * first by an agreeing call, so that no rank needs to grow it in this one). */
+/* An agreeing call of 16384 ints per rank: the node's shared segment grows for it. */
+static void grow_segment(MPI_Comm comm) {
+  const int big = 16384;
+  int* s = ints((size_t)big);
+  int* r = ints((size_t)n * big);
+  fill(s, big);
+  CHECK(MPI_Allgather(s, big, MPI_INT, r, big, MPI_INT, comm) == MPI_SUCCESS,
+        "an agreeing call of %d ints failed", big);
+  free(s);
+  free(r);
+}
+
 /* Disagreeing counts where one side's call must grow the node's shared segment and the
  * other's need not (growing is collective over the node): on a fresh communicator rank 0
  * gives 1006 ints (4024 B: its blocks fit the flag lines) and the others 1007 (4028 B:
@@ -299,16 +311,7 @@ static void case_counts_grow(void) {
   if (n < 2) return;
   for (int k = 0; k < 2; ++k) {
     MPI_Comm comm = fresh_comm();
-    if (k == 1) {
-      const int big = 16384;
-      int* s = ints((size_t)big);
-      int* r = ints((size_t)n * big);
-      fill(s, big);
-      CHECK(MPI_Allgather(s, big, MPI_INT, r, big, MPI_INT, comm) == MPI_SUCCESS,
-            "an agreeing call of %d ints failed", big);
-      free(s);
-      free(r);
-    }
+    if (k == 1) grow_segment(comm);
     const int mine = k == 0 ? (me == 0 ? 1006 : 1007) : (me == 0 ? 16000 : 17000);
     int* send = ints((size_t)mine);
     int* recv = ints((size_t)n * mine);
@@ -334,16 +337,7 @@ static void case_counts(void) {
   int sizes[] = {4, 100, 1007, 3000, 50000};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
     const int c = sizes[k];
-    if (c == 1007) {
-      const int big = 16384;
-      int* s = ints((size_t)big);
-      int* r = ints((size_t)n * big);
-      fill(s, big);
-      CHECK(MPI_Allgather(s, big, MPI_INT, r, big, MPI_INT, comm) == MPI_SUCCESS,
-            "an agreeing call of %d ints failed", big);
-      free(s);
-      free(r);
-    }
+    if (c == 1007) grow_segment(comm);
     const int mine = me == 0 ? c - 1 : c;
     int* send = ints((size_t)mine);
     int* recv = ints((size_t)n * c);
