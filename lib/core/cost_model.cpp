@@ -91,9 +91,10 @@ struct Flow {
 // instant the flows there progress at equal rates, rate/(flows there) each (processor
 // sharing), each from its start; a fat pipe gives each flow the whole rate. Raises each
 // flow's delay to its time on this link. Virtual time V grows at 1/(flows there) per
-// second, so a flow that starts at V0 leaves when V reaches V0 + its bytes·β.
-void share_link(const RouteLink& link, std::vector<int>& on, std::vector<Flow>& flows) {
-  if (link.fatpipe || on.size() == 1) {
+// second, so a flow that starts at V0 leaves when V reaches V0 + its bytes·β. `alone`:
+// every flow as if alone on the link (a chooser's bound, predict_plans).
+void share_link(const RouteLink& link, std::vector<int>& on, std::vector<Flow>& flows, bool alone) {
+  if (alone || link.fatpipe || on.size() == 1) {
     for (int f : on) flows[static_cast<std::size_t>(f)].delay = std::max(flows[static_cast<std::size_t>(f)].delay, flows[static_cast<std::size_t>(f)].bytes * link.s_per_byte);
     return;
   }
@@ -205,15 +206,8 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       // A link shared in time is not monotone in the flows' starts (an unpriced receiver's
       // clock counts as 0, so a flow may start earlier than it would and meet another),
       // but a flow alone is never slower than shared: the bound stays below the whole.
-      for (int id : touched) {
-        const RouteLink& link = routes->links[static_cast<std::size_t>(id)];
-        auto& on = link_flows[static_cast<std::size_t>(id)];
-        if (!alone) share_link(link, on, flows);
-        else
-          for (int f : on)
-            flows[static_cast<std::size_t>(f)].delay =
-                std::max(flows[static_cast<std::size_t>(f)].delay, flows[static_cast<std::size_t>(f)].bytes * link.s_per_byte);
-      }
+      for (int id : touched)
+        share_link(routes->links[static_cast<std::size_t>(id)], link_flows[static_cast<std::size_t>(id)], flows, alone);
       arrival.clear();
       for (const Flow& f : flows) {
         double& a = arrival[static_cast<long long>(f.from) * n + f.to];

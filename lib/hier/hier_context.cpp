@@ -273,7 +273,7 @@ void HierContext::agree_to_grow(std::uint64_t gen) {
         [&] {
           if (s.grow.load(std::memory_order_acquire) >= gen) return true;
           other = s.progress.load(std::memory_order_acquire) >= progress_mark(gen, 0) ||
-                  s.inline_data[gen & 1].seq.load(std::memory_order_acquire) >> InlineBlock::size_bits >= gen;
+                  other_path(*this, j, gen);  // its flag line shows the call
           return other;
         },
         [&](double seconds) {
