@@ -159,6 +159,12 @@ const Schedule& CommContext::schedule(const AlgorithmChoice& a) {
   return it->second;
 }
 
+const Schedule& CommContext::staged_schedule(const AlgorithmChoice& a) {
+  auto it = staged_.find(a);
+  if (it == staged_.end()) it = staged_.emplace(a, stage_on_device(schedule(a))).first;
+  return it->second;
+}
+
 std::shared_ptr<CompiledSchedule> CommContext::compiled(const Schedule& schedule,
                                                        const Layout& layout, bool in_place,
                                                        std::size_t max_message_bytes) {
@@ -167,7 +173,8 @@ std::shared_ptr<CompiledSchedule> CommContext::compiled(const Schedule& schedule
     // Only this context's own schedules, which live as long as it: a cached entry's
     // schedule address then always names the same schedule.
     bool own = false;
-    for (const auto& [choice, s] : schedules_) own = own || &s == &schedule;
+    for (const auto* cache : {&schedules_, &staged_})
+      for (const auto& [choice, s] : *cache) own = own || &s == &schedule;
     if (!own) return nullptr;
     c = descriptors_.compile(schedule, layout, in_place, max_message_bytes);
   }

@@ -74,6 +74,8 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
 
   /// The schedule of this rank for a concrete algorithm and its parameters, planned once.
   const Schedule& schedule(const AlgorithmChoice& a);
+  /// The same staged for device buffers (stage_on_device), made once.
+  const Schedule& staged_schedule(const AlgorithmChoice& a);
 
   /// The compiled descriptors of `schedule` for this call shape (descriptors.hpp): cached,
   /// or compiled now when `schedule` is one of this context's own (schedule()); null
@@ -108,6 +110,7 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   unsigned sequence_ = 0;
   bool host_only_ = false;
   std::map<AlgorithmChoice, Schedule> schedules_;
+  std::map<AlgorithmChoice, Schedule> staged_;  // staged_schedule
   DescriptorCache descriptors_;  // after schedules_: its entries point at them
   std::unique_ptr<Selector, SelectorDeleter> selector_;
   std::unique_ptr<NodeState> node_;

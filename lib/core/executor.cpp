@@ -249,7 +249,8 @@ void Execution::start() {
   if (polling()) clock_.emplace(timeout_);
   started_ = true;
   try {
-    if (round_checks_ && hooks_ != nullptr) hooks_->own_needed(layout_.bytes(schedule_.rank));
+    if (device_ != nullptr) issue_to_host(0);  // before the own block's checksum
+    if (round_checks_ && device_ != nullptr) device_->own_needed(layout_.bytes(schedule_.rank));
     if (round_checks_) round_checks_->start();
     if (!schedule_.rounds.empty()) {
       post_round();
@@ -334,7 +335,7 @@ bool Execution::post_deferred() {
 }
 
 // The message-free lane: a node schedule of one node (puts and gets only, no message)
-// without AGX_TIMEOUT's clock or hooks needs nothing of the post loop, the request
+// without AGX_TIMEOUT's clock or device copies needs nothing of the post loop, the request
 // vectors or MPI: each round puts its blocks when it begins and polls its gets until
 // they are all copied, on the same NodeSegment calls as the general loop, with the same
 // end (finish(), finished(), the disagreement thrown after the last round).
@@ -421,8 +422,8 @@ bool Execution::poll() {
       const auto i = static_cast<std::size_t>(done_indices_[k]);
       if (i >= receives_) continue;
       check_size(i, done_statuses_[k]);
-      if (hooks_ != nullptr && recv_transfers_[i] != nullptr)
-        hooks_->received(*recv_transfers_[i], recv_begin_[i], recv_begin_[i] + expected_[i]);
+      if (device_ != nullptr && recv_transfers_[i] != nullptr && to_device(*recv_transfers_[i]))
+        device_->to_device(*recv_transfers_[i], recv_begin_[i], recv_begin_[i] + expected_[i]);
     }
     // The gets are advanced on every poll, also while messages are open: a node's copies
     // overlap the wire (AGX_TIMEOUT's polling as much as test()).
@@ -553,6 +554,14 @@ void Execution::post_round() {
   if (checksums) round_checks_->pack(round_);
   segment_recvs_ = false;
   statuses_checked_ = false;
+  if (device_ != nullptr) {  // the round's device copies: to_host now, to_device as receives complete
+    if (round_ != 0) issue_to_host(round_);  // (round 0's: start())
+    to_device_.assign(static_cast<std::size_t>(layout_.nranks()), 0);
+    for (const DeviceCopy& d : round.device)
+      if (d.kind == DeviceCopy::Kind::to_device)
+        for (const BlockSpan& b : d.blocks)
+          for (int k = b.first; k < b.first + b.count; ++k) to_device_[static_cast<std::size_t>(k)] = 1;
+  }
   // A persistent execution starts the round's requests, unless a block it forwards
   // came with the wrong size (mark_suspect): then the round is posted per call.
   if (!stored_.empty() && suspect_.empty()) start_stored();
@@ -566,7 +575,14 @@ void Execution::post_round() {
 
 // The round's local copies (core/schedule.hpp: the own block, out of place), once its
 // messages are posted: a send of the own block reads the send buffer, so they overlap.
-void Execution::copy_round() { make_copies(schedule_.rounds[round_], buffers_, layout_); }
+// A staged schedule's own copy is device-level: the device makes it.
+void Execution::copy_round() {
+  const Round& round = schedule_.rounds[round_];
+  make_copies(round, buffers_, layout_);
+  if (device_ != nullptr)
+    for (const Copy& c : round.copies)
+      if (c.level == Level::device) device_->copy_own();
+}
 
 void Execution::post_transfers(const Round& round, bool checksums) {
   if (node_ != nullptr) {
@@ -597,7 +613,7 @@ void Execution::post_transfers(const Round& round, bool checksums) {
 }
 
 void Execution::post_transfer(bool is_send, const Transfer& t, std::size_t k, bool checksums) {
-  if (hooks_ != nullptr) {  // where the own block lies in a send's data (before_send)
+  if (device_ != nullptr) {  // where the own block lies in a send's data (before_send)
     piece_at_ = 0;
     own_before_ = std::string::npos;
     std::size_t at = 0;
@@ -696,15 +712,27 @@ void Execution::posted(MPI_Request request, bool is_send, const Transfer& transf
     expected_.push_back(bytes);
   }
   if (timeout_ > 0) posted_.push_back({is_send, checksums, &transfer});
-  if (hooks_ == nullptr) return;
+  if (device_ == nullptr) return;
   if (!is_send) recv_begin_.push_back(piece_at_);
   if (!checksums) piece_at_ += bytes;
 }
 
 void Execution::before_send(std::size_t bytes) {
-  if (hooks_ == nullptr || own_before_ == std::string::npos || piece_at_ + bytes <= own_before_)
+  if (device_ == nullptr || own_before_ == std::string::npos || piece_at_ + bytes <= own_before_)
     return;
-  hooks_->own_needed(std::min(piece_at_ + bytes - own_before_, layout_.bytes(schedule_.rank)));
+  device_->own_needed(std::min(piece_at_ + bytes - own_before_, layout_.bytes(schedule_.rank)));
+}
+
+void Execution::issue_to_host(std::size_t round) {
+  for (const DeviceCopy& d : schedule_.rounds[round].device)
+    if (d.kind == DeviceCopy::Kind::to_host) device_->own_to_host();  // (the own block: validator)
+}
+
+bool Execution::to_device(const Transfer& t) const {
+  for (const BlockSpan& b : t.blocks)
+    for (int k = b.first; k < b.first + b.count; ++k)
+      if (to_device_[static_cast<std::size_t>(k)] == 0) return false;
+  return true;
 }
 
 namespace {

@@ -12,9 +12,9 @@
 // its test seam (integrity.hpp): a checksum message follows every transfer's data, and
 // the blocks of a round are checked when the round ends.
 //
-// Hooks (ExecutionHooks, below) let a caller run a schedule on memory that stands in for
-// other memory (lib/cuda's pinned mirror of device buffers) on this same engine: the
-// engine tells it before it reads own-block bytes and as each receive completes.
+// A staged schedule (device-level operations: lib/cuda's pinned mirror of device
+// buffers) runs on this same engine: its device copies go to a DeviceCopies (below) as
+// the schedule places them, the messages run on the mirror.
 //
 // Messages: on a context's private communicator a point-to-point schedule runs from its
 // compiled descriptors (descriptors.hpp, cached on the context per call shape; buffers
@@ -61,19 +61,27 @@ struct MessageArgs {
 MessageArgs message_args(const Segment* segments, std::size_t count,
                          std::vector<MPI_Datatype>& types);
 
-/// What a caller adds to a point-to-point run (Execution::use_hooks): lib/cuda's staging
-/// pipeline, whose buffers are a pinned host mirror of device memory. The messages are
-/// the same as without hooks; test() and wait() then poll with MPI_Testsome (as under
-/// AGX_TIMEOUT), so that each receive is reported as it completes.
-class ExecutionHooks {
+/// How the engine runs a staged schedule's device-level operations (stage_on_device,
+/// core/schedule.hpp): lib/cuda's staging, whose execution buffers are a pinned host
+/// mirror of device buffers (Execution::use_device). The engine calls these where the
+/// schedule has them; test() and wait() then poll with MPI_Testsome (as under
+/// AGX_TIMEOUT), so that each receive is copied on as it completes.
+class DeviceCopies {
  public:
-  virtual ~ExecutionHooks() = default;
-  /// Own-block bytes [0, upto) must be in the buffers when this returns (a local wait):
-  /// called before a send that reads them is posted, and before the own block's checksum.
+  virtual ~DeviceCopies() = default;
+  /// A device-level copy of the own block (send buffer -> receive buffer, on the device;
+  /// nothing in place). Never waits.
+  virtual void copy_own() = 0;
+  /// A to_host of the own block: issued chunk by chunk. Never waits.
+  virtual void own_to_host() = 0;
+  /// Own-block bytes [0, upto) must be on the mirror when this returns (a local wait for
+  /// the to_host's chunks): called before a send that reads them is posted, and before
+  /// the own block's checksum.
   virtual void own_needed(std::size_t upto) = 0;
-  /// A receive of `t` completed: bytes [begin, end) of its data (its blocks' bytes, in
-  /// transfer order) are in the buffers.
-  virtual void received(const Transfer& t, std::size_t begin, std::size_t end) = 0;
+  /// A receive of `t`, in a round whose to_device covers its blocks, completed: bytes
+  /// [begin, end) of its data (its blocks' bytes, in transfer order) are on the mirror
+  /// and go to the device now. Never waits.
+  virtual void to_device(const Transfer& t, std::size_t begin, std::size_t end) = 0;
 };
 
 struct MessageCalls;  // how messages are made: posted at once, or persistent (executor.cpp)
@@ -97,9 +105,10 @@ class Execution {
   /// buffers must be in place (the own block's pieces hold it already). Per-round
   /// integrity checks do not apply (lib/fused runs such calls only without them).
   void use_block_pieces(const BlockPieces& blocks);
-  /// Point-to-point schedules only, before start(): `hooks` (which must outlive the
-  /// execution) take part in every round, as ExecutionHooks says.
-  void use_hooks(ExecutionHooks& hooks) { hooks_ = &hooks; }
+  /// Staged schedules (stage_on_device) only, before start(): `device` (which must
+  /// outlive the execution) runs the schedule's device-level operations, as
+  /// DeviceCopies says; the execution's buffers are the mirror.
+  void use_device(DeviceCopies& device) { device_ = &device; }
   /// Point-to-point schedules on host buffers only, once, before the first start(): makes
   /// every message a persistent request on the communicator (from `compiled` where not
   /// null; the buffers stay those given), so that start() can be called again after each
@@ -145,8 +154,8 @@ class Execution {
   void clear_round() noexcept;  // after a round: its vectors emptied (a stored one put back)
   void release_stored() noexcept;
   void end_round();
-  bool polling() const { return timeout_ > 0 || hooks_ != nullptr; }
-  bool poll();  // AGX_TIMEOUT or hooks: one MPI_Testsome; true when every round is done
+  bool polling() const { return timeout_ > 0 || device_ != nullptr; }
+  bool poll();  // AGX_TIMEOUT or device copies: one MPI_Testsome; true when every round is done
   bool gets_done();  // polls the round's gets; true when all are complete
   void start_local();        // the message-free lane (executor.cpp): start()
   void begin_local_round();  // puts of round_ on (rounds of puts only pass); finish() after the last
@@ -159,7 +168,9 @@ class Execution {
   void post_compiled(bool is_send, const Transfer& transfer, const MessageDesc& m);
   void posted(MPI_Request request, bool is_send, const Transfer& transfer, std::size_t bytes,
               bool checksums);
-  void before_send(std::size_t bytes);  // hooks: the own-block bytes a send piece reads
+  void before_send(std::size_t bytes);
+  void issue_to_host(std::size_t round);  // device copies: the round's to_host operations
+  bool to_device(const Transfer& t) const;  // whether the round's to_device covers t  // device copies: the own-block bytes a send piece reads
   void abandon() noexcept;
   void use_compiled();      // start(): the cached descriptors and scratch, where they apply
   void swap_scratch();      // this execution's vectors <-> the compiled schedule's
@@ -199,7 +210,7 @@ class Execution {
   MessagePlan message_;
   Checks checks_;
   std::optional<RoundChecks> round_checks_;  // AGX_INTEGRITY or AGX_TEST_FLIP on this rank
-  // AGX_TIMEOUT (stall reports) or hooks (polling):
+  // AGX_TIMEOUT (stall reports) or device copies (polling):
   double timeout_ = 0;
   std::optional<StallClock> clock_;
   std::vector<Posted> posted_;
@@ -212,10 +223,11 @@ class Execution {
   bool message_free_ = false;  // a node schedule without messages (one node)
   bool local_ = false;         // this start runs on the message-free lane
   const BlockPieces* pieces_ = nullptr;  // use_block_pieces
-  ExecutionHooks* hooks_ = nullptr;      // use_hooks
-  std::vector<std::size_t> recv_begin_;  // hooks: where each receive starts in its transfer
-  std::size_t piece_at_ = 0;    // hooks: where the next piece starts in its transfer's data
-  std::size_t own_before_ = 0;  // hooks: transfer bytes before the own block (none: npos)
+  DeviceCopies* device_ = nullptr;       // use_device
+  std::vector<char> to_device_;          // the current round's to_device blocks (use_device)
+  std::vector<std::size_t> recv_begin_;  // device copies: where each receive starts in its transfer
+  std::size_t piece_at_ = 0;    // device copies: where the next piece starts in its transfer's data
+  std::size_t own_before_ = 0;  // device copies: transfer bytes before the own block (none: npos)
   std::vector<GetCursor> cursors_;  // per get of the round
   bool segment_recvs_ = false;      // the round receives into the segment
   std::vector<const Transfer*> deferred_;  // segment sends waiting for their blocks

@@ -47,6 +47,34 @@ void place_levels(Schedule& s, const std::vector<int>& node_of) {
         t.level = node_of[static_cast<std::size_t>(t.peer)] == own ? Level::node : Level::network;
 }
 
+const char* level_name(Level l) {
+  switch (l) {
+    case Level::node: return "node";
+    case Level::network: return "network";
+    case Level::device: return "device";
+  }
+  return "?";
+}
+
+Schedule stage_on_device(const Schedule& host) {
+  Schedule s = host;
+  if (s.rounds.empty()) s.rounds.emplace_back();
+  s.rounds.front().device.push_back({DeviceCopy::Kind::to_host, {{s.rank, 1}}});
+  for (Round& r : s.rounds) {
+    for (Copy& c : r.copies) c.level = Level::device;
+    std::vector<BlockSpan> received;
+    for (const Transfer& t : r.recvs) received.insert(received.end(), t.blocks.begin(), t.blocks.end());
+    if (block_count(received) > 0) r.device.push_back({DeviceCopy::Kind::to_device, std::move(received)});
+  }
+  return s;
+}
+
+bool is_staged(const Schedule& s) {
+  for (const Round& r : s.rounds)
+    if (!r.device.empty()) return true;
+  return false;
+}
+
 bool uses_segment(const Schedule& s) {
   for (const Round& r : s.rounds) {
     if (!r.node.empty()) return true;
@@ -88,7 +116,10 @@ std::string describe(const Schedule& s) {
     print_transfers(os, "recv", s.rounds[i].recvs);
     for (const NodeOp& op : s.rounds[i].node)
       print_spans(os, op.kind == NodeOp::Kind::put ? "put" : "get", op.blocks);
-    for (const Copy& c : s.rounds[i].copies) print_spans(os, "copy", c.blocks);
+    for (const Copy& c : s.rounds[i].copies)
+      print_spans(os, c.level == Level::device ? "copy~device" : "copy", c.blocks);
+    for (const DeviceCopy& d : s.rounds[i].device)
+      print_spans(os, d.kind == DeviceCopy::Kind::to_host ? "to_host" : "to_device", d.blocks);
     os << '\n';
   }
   return os.str();

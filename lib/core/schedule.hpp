@@ -3,7 +3,7 @@
 // Algorithms produce schedules (plan); executors, the validator and the cost model
 // consume them. No MPI here.
 //
-// Four kinds of operation, each marked with the level it runs on (Level, below;
+// Five kinds of operation, each marked with the level it runs on (Level, below;
 // docs/algorithms.md, "Schedules"):
 //   network or node   send / recv: a point-to-point message to or from a peer rank. Its
 //                     level is the peers' placement: a planner of messages plans without
@@ -17,6 +17,10 @@
 //                     receive buffer (the own block of an out-of-place call; nothing in
 //                     place). Every planner's schedule has it: Planner::plan adds it to
 //                     round 0 (add_own_copy), and the validator requires it
+//   device            to_host / to_device: copies between a rank's device buffers and the
+//                     pinned host mirror its messages run on (staging, docs/gpu.md);
+//                     stage_on_device adds them to a host schedule, and marks its own
+//                     copy device-level (a copy on the device)
 // A transfer may read from and write to the node's segment instead of the rank's own
 // buffer (Place::segment): the leaders of a hierarchical all-gather exchange node
 // aggregates in place in the segment.
@@ -41,7 +45,11 @@ enum class Place : unsigned char { buffer, segment };
 enum class Level : unsigned char {
   node,     ///< inside one node: the segment's puts and gets, messages between its ranks
   network,  ///< between nodes
+  device,   ///< between a device buffer and its host mirror, or on the device
 };
+
+/// The level's name, as describe() and the validator write it.
+const char* level_name(Level l);
 
 /// One message: to or from `peer`, carrying `blocks` in this order.
 struct Transfer {
@@ -70,6 +78,22 @@ struct Copy {
   Level level = Level::node;  ///< the rank's own memory
 };
 
+/// A copy between the rank's device buffers and the pinned host mirror that the round
+/// engine runs the messages on (staging: docs/gpu.md). Issued when its round is posted
+/// and run on the device's copy engines while the rounds go on: a to_host of the own
+/// block is what a send of it waits for (chunk by chunk), a to_device copies each
+/// received message of its round as that message completes; the call is over once
+/// every device copy has completed.
+struct DeviceCopy {
+  enum class Kind : unsigned char {
+    to_host,    ///< blocks the rank holds on the device -> the mirror (the own block)
+    to_device,  ///< blocks delivered to the mirror in this round -> the device buffer
+  };
+  Kind kind = Kind::to_host;
+  std::vector<BlockSpan> blocks;
+  Level level = Level::device;  ///< always
+};
+
 /// Everything in a round is posted at once and completes together. Sends may only
 /// carry blocks the rank (or, from the segment, its node) held before the round (the
 /// own block is held from the start: it is read from the send buffer); receives and
@@ -80,6 +104,7 @@ struct Round {
   std::vector<Transfer> recvs;
   std::vector<NodeOp> node;
   std::vector<Copy> copies;
+  std::vector<DeviceCopy> device;  ///< empty unless staged (stage_on_device)
 };
 
 /// The plan of one rank. Before round 0 the rank holds its own block `rank`.
@@ -113,6 +138,16 @@ void add_own_copy(Schedule& s);
 /// Marks every transfer of `s` with its level under a placement (`node_of[rank]`, one
 /// entry per rank of `s`): node between ranks of one node, network between nodes.
 void place_levels(Schedule& s, const std::vector<int>& node_of);
+
+/// The schedule of a rank whose buffers are device memory, staged through a host
+/// mirror: `host` with a to_host of the own block in round 0, a to_device of the blocks
+/// of each receive in the receive's round, and its own copy made on the device
+/// (device-level). Point-to-point schedules only (no node operations or segment
+/// transfers: node schedules on device buffers run on a whole mirror, docs/gpu.md).
+Schedule stage_on_device(const Schedule& host);
+
+/// Whether `s` has device-level operations (a staged schedule).
+bool is_staged(const Schedule& s);
 
 /// Whether any round of `s` has node-level operations or segment transfers.
 bool uses_segment(const Schedule& s);

@@ -26,8 +26,6 @@ std::string where(std::size_t round, int rank) {
   return os.str();
 }
 
-const char* level_name(Level l) { return l == Level::node ? "node" : "network"; }
-
 }  // namespace
 
 std::string validate(const std::vector<Schedule>& per_rank, const std::vector<int>& node_of) {
@@ -67,12 +65,38 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   // copied[r]: rank r's own block is in its receive buffer (its copy ran; held[r][r] is
   // true from the start: the send buffer holds it).
   std::vector<char> copied(static_cast<std::size_t>(n), 0);
+  // A staged rank (its buffers are device memory, its messages run on a host mirror:
+  // device-level operations, stage_on_device): its own block is on the mirror once its
+  // to_host was issued (a send of it waits for that copy, never for another rank);
+  // every other block goes to the device once, in a round that delivers it or later.
+  std::vector<char> staged(static_cast<std::size_t>(n), 0), own_on_host(static_cast<std::size_t>(n), 0);
+  std::vector<std::vector<char>> on_device(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    if (is_staged(per_rank[r])) {
+      if (uses_segment(per_rank[r]))
+        return "rank " + std::to_string(r) +
+               " has device copies and node operations: a staged schedule is point-to-point";
+      staged[static_cast<std::size_t>(r)] = 1;
+      on_device[static_cast<std::size_t>(r)].assign(static_cast<std::size_t>(n), 0);
+    }
 
   for (std::size_t k = 0; k < nrounds; ++k) {
     std::unordered_map<long long, Queue> in_flight;  // key src * n + dst
     auto key = [n](int src, int dst) { return static_cast<long long>(src) * n + dst; };
     for (int r = 0; r < n; ++r) {
       if (k >= per_rank[r].rounds.size()) continue;
+      for (const DeviceCopy& d : per_rank[r].rounds[k].device) {
+        if (d.level != Level::device)
+          return where(k, r) + "marks a device copy " + level_name(d.level) + "-level";
+        if (d.kind != DeviceCopy::Kind::to_host) continue;
+        for (int b : expand(d.blocks)) {
+          if (b != r)
+            return where(k, r) + "copies block " + std::to_string(b) +
+                   " to the host: only the own block starts on the device";
+          if (own_on_host[static_cast<std::size_t>(r)]) return where(k, r) + "copies its own block to the host twice";
+          own_on_host[static_cast<std::size_t>(r)] = 1;
+        }
+      }
       for (const Transfer& t : per_rank[r].rounds[k].sends) {
         if (t.peer < 0 || t.peer >= n || t.peer == r)
           return where(k, r) + "sends to invalid peer " + std::to_string(t.peer);
@@ -83,6 +107,9 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           if (b < 0 || b >= n || !(from_segment ? segment[node(r)][b] : held[r][b]))
             return where(k, r) + "sends block " + std::to_string(b) + " it does not hold" +
                    (from_segment ? " in its node's segment" : "");
+        for (int b : blocks)
+          if (b == r && staged[static_cast<std::size_t>(r)] && !own_on_host[static_cast<std::size_t>(r)])
+            return where(k, r) + "sends its own block before copying it to the host";
         if (from_segment)
           for (int b : blocks)
             if (receiver[node(r)][b] >= 0 && receiver[node(r)][b] != r)
@@ -98,7 +125,10 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
     for (int r = 0; r < n; ++r) {
       if (k >= per_rank[r].rounds.size()) continue;
       for (const Copy& c : per_rank[r].rounds[k].copies) {
-        if (c.level != Level::node) return where(k, r) + "marks its copy " + level_name(c.level) + "-level";
+        const Level want = staged[static_cast<std::size_t>(r)] ? Level::device : Level::node;
+        if (c.level != want)
+          return where(k, r) + "marks its copy " + level_name(c.level) + "-level, but its buffers are " +
+                 (want == Level::device ? "device memory (a staged schedule)" : "host memory");
         for (int b : expand(c.blocks)) {
           if (b != r)
             return where(k, r) + "copies block " + std::to_string(b) +
@@ -175,6 +205,23 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
                std::to_string(j) + " twice";
       segment[j][b] = 1;
     }
+    // A to_device copies what the rank holds by the end of its round.
+    for (int r = 0; r < n; ++r) {
+      if (k >= per_rank[r].rounds.size()) continue;
+      for (const DeviceCopy& d : per_rank[r].rounds[k].device) {
+        if (d.kind != DeviceCopy::Kind::to_device) continue;
+        for (int b : expand(d.blocks)) {
+          if (b < 0 || b >= n || b == r)
+            return where(k, r) + "copies block " + std::to_string(b) +
+                   " to the device: only received blocks go there";
+          if (!held[r][b])
+            return where(k, r) + "copies block " + std::to_string(b) + " to the device before it holds it";
+          char& there = on_device[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)];
+          if (there) return where(k, r) + "copies block " + std::to_string(b) + " to the device twice";
+          there = 1;
+        }
+      }
+    }
   }
   for (int r = 0; r < n; ++r) {
     for (int b = 0; b < n; ++b)
@@ -182,6 +229,11 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
         return "rank " + std::to_string(r) + " ends without block " + std::to_string(b);
     if (!copied[static_cast<std::size_t>(r)])
       return "rank " + std::to_string(r) + " never copies its own block into its receive buffer";
+    if (staged[static_cast<std::size_t>(r)])
+      for (int b = 0; b < n; ++b)
+        if (b != r && !on_device[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)])
+          return "rank " + std::to_string(r) + " never copies block " + std::to_string(b) +
+                 " to its device buffer";
   }
   return {};
 }

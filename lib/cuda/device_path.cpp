@@ -208,7 +208,7 @@ std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const Alg
   }
   if (is_node_path(a)) return std::make_unique<StagedNodeRun>(ctx, a, b, layout, st, blocking);
   return std::make_unique<StagingRun<StagingCall>>(backend::device_ops(), backend::pinned_pool(),
-                                                   ctx.schedule(choice), b, layout, ctx.comm(), tag,
+                                                   ctx.staged_schedule(choice), b, layout, ctx.comm(), tag,
                                                    st, checks);
 }
 

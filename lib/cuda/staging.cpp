@@ -1,11 +1,13 @@
 // The staging pipeline (see staging.hpp). A call runs slice after slice; each slice is
-// the host schedule on the round engine (core/executor.hpp) over the pinned mirror,
-// with this file's Staging plugged in as its hooks:
-//   begin:  D2D own block send->recv (out of place), D2H own block in chunks on `d2h`
+// the staged schedule (stage_on_device: the host schedule with its device copies) on
+// the round engine (core/executor.hpp) over the pinned mirror, with this file's Staging
+// as the engine's DeviceCopies:
+//   round 0: the own copy (device-level: D2D send->recv, out of place) and the to_host
+//           of the own block, in chunks on `d2h`
 //   rounds: the engine posts the round's messages on the mirror, from the compiled
 //           descriptors; before it posts a send (or takes the own block's checksum)
 //           it asks own_needed(), which waits for the own-block chunks that send reads;
-//           each receive that completes is copied to the device (received()) on
+//           each receive that completes goes to the device (its round's to_device) on
 //           h2d_a / h2d_b alternately
 //   end:    wait for every stream; the pinned mirror goes back to the pool.
 // AGX_TIMEOUT, AGX_INTEGRITY (and AGX_TEST_FLIP), truncation and the abandon path are
@@ -27,7 +29,7 @@ namespace {
 
 /// One slice's mirror and its way to the device: blocks lie at b*stride on the mirror
 /// and at the slice's device offsets in the receive buffer.
-class Staging final : public ExecutionHooks {
+class Staging final : public DeviceCopies {
  public:
   Staging(DeviceOps& ops, std::byte* mirror, int rank, const Buffers& device, const Slice& slice,
           const StagingSettings& settings)
@@ -54,15 +56,16 @@ class Staging final : public ExecutionHooks {
 
   const Buffers& mirror() const { return mirror_; }
 
-  /// The own block: into its place on the device (out of place) and onto the mirror.
-  void own_block_in() {
+  /// The own block into its place on the device (out of place).
+  void copy_own() override {
     const std::size_t own = slice_.mirror.bytes(rank_);
-    if (own == 0) return;
-    std::byte* dev_own = device_at(rank_);
-    const auto* src = device_.in_place
-                          ? dev_own
-                          : static_cast<const std::byte*>(device_.send) + slice_.send_shift;
-    if (!device_.in_place) ops_.copy_device_async(dev_own, src, own, Stream::d2d);
+    if (own > 0 && !device_.in_place) ops_.copy_device_async(device_at(rank_), own_source(), own, Stream::d2d);
+  }
+
+  /// The own block onto the mirror, chunk by chunk.
+  void own_to_host() override {
+    const std::size_t own = slice_.mirror.bytes(rank_);
+    const std::byte* src = own_source();
     for (std::size_t at = 0; at < own; at += chunk_bytes_) {
       const std::size_t n = std::min(chunk_bytes_, own - at);
       ops_.copy_to_host_async(mirror_at(rank_) + at, src + at, n, Stream::d2h);
@@ -81,7 +84,7 @@ class Staging final : public ExecutionHooks {
 
   /// Bytes [begin, end) of the transfer's blocks (in transfer order) are on the mirror:
   /// host->device, block by block (adjacent on the mirror, apart on the device).
-  void received(const Transfer& t, std::size_t begin, std::size_t end) override {
+  void to_device(const Transfer& t, std::size_t begin, std::size_t end) override {
     const Stream s = (deliveries_++ % 2 == 0) ? Stream::h2d_a : Stream::h2d_b;
     std::size_t at = 0;  // where block b starts in the transfer's data
     for (const BlockSpan& span : t.blocks)
@@ -114,6 +117,10 @@ class Staging final : public ExecutionHooks {
     Event event;
   };
 
+  const std::byte* own_source() const {
+    return device_.in_place ? device_at(rank_)
+                            : static_cast<const std::byte*>(device_.send) + slice_.send_shift;
+  }
   std::byte* mirror_at(int b) const {
     return static_cast<std::byte*>(mirror_.recv) + slice_.mirror.offset(b);
   }
@@ -169,9 +176,10 @@ Slice::Slice(const Layout& layout, const Slicing& s, std::size_t j) {
   mirror = Layout::varying(bytes, mirror_offsets);
 }
 
-/// A staging call's slices, each one schedule run on the engine: on the pinned mirror
-/// with Staging as its hooks (device buffers, `ops` set), or on the caller's buffers
-/// (a host rank of the call, `ops` null), so the messages are the same.
+/// A staging call's slices, each one schedule run on the engine: the staged schedule on
+/// the pinned mirror with Staging as its device copies (device buffers, `ops` set), or
+/// the host schedule on the caller's buffers (a host rank of the call, `ops` null), so
+/// the messages are the same.
 struct SlicedCall {
   SlicedCall(DeviceOps* ops, PinnedPool* pool, const Schedule& schedule, const Buffers& buffers,
              const Layout& layout, MPI_Comm comm, int tag, const StagingSettings& settings,
@@ -198,9 +206,8 @@ struct SlicedCall {
       e.emplace(schedule, b, slice->device, comm, tag, piece, checks);
     } else {
       st.emplace(*ops, lease->get(), schedule.rank, buffers, *slice, settings);
-      st->own_block_in();
       e.emplace(schedule, st->mirror(), slice->mirror, comm, tag, piece, checks);
-      e->use_hooks(*st);
+      e->use_device(*st);
     }
     e->start();
   }
@@ -259,7 +266,9 @@ std::unique_ptr<SlicedCall> start_sliced(DeviceOps* ops, PinnedPool* pool, const
 StagingCall::StagingCall(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
                          const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
                          const StagingSettings& settings, const Checks& checks)
-    : s_(start_sliced(&ops, &pool, schedule, device, layout, comm, tag, settings, checks)) {}
+    : s_((is_staged(schedule) ? void()
+                              : throw Error(MPI_ERR_INTERN, "agx: a staging call needs a staged schedule (stage_on_device)"),
+          start_sliced(&ops, &pool, schedule, device, layout, comm, tag, settings, checks))) {}
 
 StagingCall::~StagingCall() = default;
 
@@ -298,7 +307,8 @@ struct StagedMirror::State {
 StagedMirror::StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
                            const Layout& layout, const StagingSettings& settings)
     : s_(std::make_unique<State>(ops, pool, rank, device, layout, settings)) {
-  s_->st.own_block_in();
+  s_->st.copy_own();
+  s_->st.own_to_host();
   s_->st.own_needed(s_->slice.mirror.bytes(rank));
 }
 

@@ -1,14 +1,16 @@
 #pragma once
-// The staging path (docs/gpu.md): the host schedule runs on a pinned host mirror of the
-// receive buffer. The own block goes device->host in chunks, and each send that carries
+// The staging path (docs/gpu.md): the staged schedule (stage_on_device: the host
+// schedule with its device-level copies) runs on a pinned host mirror of the receive
+// buffer. The own block goes device->host in chunks, and each send that carries
 // it is posted as soon as the chunks it covers have arrived on the host; every received
 // message goes host->device as soon as it arrives, alternating between two streams, so
 // copies and messages overlap. The call returns when every copy has completed.
 //
 // The rounds run on the round engine (core/executor.hpp) over the mirror, from the
 // compiled message descriptors, with the engine's AGX_TIMEOUT, AGX_INTEGRITY and abandon
-// path; staging plugs in as its hooks (ExecutionHooks: the own-block wait before a send,
-// the copy to the device after a receive). So on the wire it is exactly a host call
+// path; the engine runs the schedule's device copies through staging (DeviceCopies: the
+// own copy, the own block's to_host and the wait before a send, each receive's
+// to_device). So on the wire it is exactly a host call
 // with the same piece size, and ranks with host buffers may take part in the same call.
 // Written only against DeviceOps: the same code runs on CUDA (cuda_ops.cu) and on the
 // test seam (test/cuda/seam_ops.hpp).
@@ -69,7 +71,8 @@ struct SlicedCall;
 /// and posts the first round; test() advances the rounds (the only waits
 /// are local ones, for own-block chunks on their way to the host) and returns true
 /// once the receive buffer is complete. `checks` as for a host call (every rank of the
-/// call alike). `schedule` must outlive the call. Throws agx::Error (after the abandon
+/// call alike). `schedule` is staged (stage_on_device) and must outlive the call.
+/// Throws agx::Error (after the abandon
 /// path: the communicator is marked).
 class StagingCall {
  public:
@@ -122,7 +125,7 @@ class StagedMirror {
   std::unique_ptr<State> s_;
 };
 
-/// Runs this rank's `schedule` with device buffers `device` (send and recv, or recv
+/// Runs this rank's staged `schedule` with device buffers `device` (send and recv, or recv
 /// in place) through a pinned mirror from `pool`. Blocking; throws agx::Error.
 void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
                  const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,

@@ -119,7 +119,7 @@ void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedP
       agx::hier::run(ctx, a, m, on_mirror);
     });
   } else {
-    agx::cuda::run_staging(ops, pool, ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st,
+    agx::cuda::run_staging(ops, pool, ctx.staged_schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st,
                            checks);
   }
 

@@ -67,6 +67,76 @@ TEST_CASE("every algorithm's schedule is a correct all-gather", "[validator]") {
   }
 }
 
+// Staged for device buffers (stage_on_device): every rank, or every other rank (a call
+// where ranks with host buffers take part: their schedules stay the host ones).
+TEST_CASE("every algorithm staged on device buffers is proven, device copies included", "[validator]") {
+  for (const Variant& v : variants()) {
+    for (int n : rank_counts()) {
+      if (n > 256 || !v.planner->unsupported_reason({n, 0, v.radix}).empty()) continue;
+      INFO(v.name << " (radix " << v.radix << ") at N=" << n);
+      std::vector<Schedule> all = plan_all(*v.planner, n, v.radix), mixed = all;
+      for (int r = 0; r < n; ++r) {
+        all[r] = stage_on_device(all[r]);
+        if (r % 2 == 0) mixed[r] = all[r];
+        REQUIRE(is_staged(all[r]));
+      }
+      REQUIRE(validate(all) == "");
+      REQUIRE(validate(mixed) == "");
+    }
+  }
+}
+
+TEST_CASE("a staged schedule: its device copies, in its text form", "[planner]") {
+  const Schedule s = stage_on_device(planner_for(Algorithm::ring).plan({3, 1}));
+  CHECK(describe(s) ==
+        "round 0: send(2: [1,2)) recv(0: [0,1)) copy~device([1,2)) to_host([1,2)) to_device([0,1))\n"
+        "round 1: send(2: [0,1)) recv(0: [2,3)) to_device([2,3))\n");
+}
+
+TEST_CASE("the validator rejects broken staged schedules", "[validator]") {
+  const int n = 5;
+  auto staged = [](Algorithm a, int ranks) {
+    std::vector<Schedule> s = plan_all(planner_for(a), ranks);
+    for (Schedule& x : s) x = stage_on_device(x);
+    return s;
+  };
+  SECTION("a received block never goes to the device") {
+    auto s = staged(Algorithm::ring, n);
+    s[3].rounds[2].device.clear();
+    CHECK_THAT(validate(s), Catch::Contains("rank 3 never copies block"));
+  }
+  SECTION("the own block is sent before it is on the host") {
+    auto s = staged(Algorithm::bruck, n);
+    s[2].rounds[0].device.erase(s[2].rounds[0].device.begin());  // its to_host
+    CHECK_THAT(validate(s), Catch::Contains("round 0, rank 2: sends its own block before copying it to the host"));
+  }
+  SECTION("a block goes to the device before it arrives") {
+    auto s = staged(Algorithm::ring, n);
+    s[1].rounds[0].device.push_back({DeviceCopy::Kind::to_device, {{4, 1}}});  // block 4 reaches rank 1 last
+    CHECK_THAT(validate(s), Catch::Contains("round 0, rank 1: copies block 4 to the device before it holds it"));
+  }
+  SECTION("a block goes to the device twice") {
+    auto s = staged(Algorithm::direct, n);
+    s[0].rounds[0].device.push_back(s[0].rounds[0].device.back());
+    CHECK_THAT(validate(s), Catch::Contains("to the device twice"));
+  }
+  SECTION("the own copy is made on the host of a staged rank") {
+    auto s = staged(Algorithm::ring, n);
+    s[4].rounds[0].copies[0].level = Level::node;
+    CHECK_THAT(validate(s), Catch::Contains("marks its copy node-level, but its buffers are device memory"));
+  }
+  SECTION("a host rank marks its copy device-level") {
+    auto s = plan_all(planner_for(Algorithm::ring), n);
+    s[0].rounds[0].copies[0].level = Level::device;
+    CHECK_THAT(validate(s), Catch::Contains("marks its copy device-level, but its buffers are host memory"));
+  }
+  SECTION("a block other than the own one goes to the host") {
+    auto s = staged(Algorithm::ring, n);
+    s[0].rounds[1].device.push_back({DeviceCopy::Kind::to_host, {{1, 1}}});
+    CHECK_THAT(validate(s), Catch::Contains("copies block 1 to the host"));
+  }
+}
+
 TEST_CASE("schedules cut the same messages on both sides for any block sizes", "[validator]") {
   for (const Variant& v : variants()) {
     for (int n : {1, 2, 3, 5, 8, 13, 33, 64, 100}) {
