@@ -171,6 +171,18 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   std::vector<std::size_t> copied(plans.size()), local(plans.size());
   std::vector<char> node_ops(plans.size());
   std::vector<double> routed_done(plans.size());
+  // Device copies (staged schedules): each rank's device clock, this round's to_device bytes.
+  std::vector<double> device_clock(plans.size(), 0.0);
+  std::vector<std::size_t> to_host(plans.size()), to_device(plans.size());
+  const LevelCost& dev = params.device;
+  const auto chunk = static_cast<double>(std::max<std::size_t>(params.device_chunk_bytes, 1));
+  // Rank i's round that delivered to_device[i] bytes ended at `end`: its copies follow.
+  const auto to_device_after = [&](std::size_t i, double end) {
+    if (to_device[i] == 0) return;
+    const auto y = static_cast<double>(to_device[i]);
+    device_clock[i] = std::max(device_clock[i] + dev.alpha_s + dev.beta_s_per_byte * y,
+                               end + dev.alpha_s + dev.beta_s_per_byte * std::min(y, chunk));
+  };
   for (std::size_t k = 0; k < nrounds; ++k) {
     if (total > at_most) return total;  // a lower bound already above at_most (see the header)
     if (routes) {  // the round's flows, shared link by link
@@ -225,6 +237,8 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     std::fill(local.begin(), local.end(), 0);
     std::fill(node_ops.begin(), node_ops.end(), 0);
     std::fill(routed_done.begin(), routed_done.end(), 0.0);
+    std::fill(to_host.begin(), to_host.end(), 0);
+    std::fill(to_device.begin(), to_device.end(), 0);
     for (std::size_t i = 0; i < plans.size(); ++i) {
       if (k >= plans[i].rounds.size()) continue;
       const int r = ranks[i];
@@ -287,10 +301,21 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         for (const BlockSpan& span : op.blocks)
           for (int b = span.first; b < span.first + span.count; ++b) copied[i] += layout.bytes(b);
       }
+      for (const DeviceCopy& d : round.device)
+        for (const BlockSpan& span : d.blocks)
+          for (int b = span.first; b < span.first + span.count; ++b)
+            (d.kind == DeviceCopy::Kind::to_host ? to_host : to_device)[i] += layout.bytes(b);
       if (!in_place)  // the round's local copies (the own block): nothing to copy in place
         for (const Copy& c : round.copies)
           for (const BlockSpan& span : c.blocks)
-            for (int b = span.first; b < span.first + span.count; ++b) local[i] += layout.bytes(b);
+            for (int b = span.first; b < span.first + span.count; ++b) {
+              if (c.level != Level::device) {
+                local[i] += layout.bytes(b);
+                continue;
+              }
+              device_clock[i] = std::max(device_clock[i], dev.alpha_s + params.device_copy_s_per_byte *
+                                                                            static_cast<double>(layout.bytes(b)));
+            }
       nic_bytes[placement.node_of(r)] += loads[i][static_cast<int>(Level::network)].bytes_out;
     }
     double round_time = 0;
@@ -320,10 +345,16 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       } else {
         rank_time = std::max(rank_time, own);  // local copies overlap the round's messages
       }
+      if (to_host[i] > 0) {  // the sends wait for the chunks they read
+        const auto x = static_cast<double>(to_host[i]);
+        rank_time = std::max(dev.alpha_s + dev.beta_s_per_byte * std::min(x, chunk) + rank_time,
+                             dev.alpha_s + dev.beta_s_per_byte * x);
+      }
       if (routes) {  // the rank's clock: its routed messages, the rest of the round after it entered
         double& c = clock[static_cast<std::size_t>(ranks[i])];
         c = std::max(c + rank_time, routed_done[i]);
         total = std::max(total, c);
+        to_device_after(i, c);
       }
       round_time = std::max(round_time, rank_time);
     }
@@ -332,7 +363,9 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       round_time = std::max(round_time, params.network.alpha_s + params.group_link_s_per_byte *
                                                                      static_cast<double>(bytes));
     total += round_time;
+    for (std::size_t i = 0; i < plans.size(); ++i) to_device_after(i, total);
   }
+  for (double d : device_clock) total = std::max(total, d);  // the last device copies
   return total;
 }
 
@@ -387,6 +420,18 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
         return s;
       },
       layout, placement, params, in_place, at_most);
+}
+
+double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
+                      const CostParams& params, bool in_place) {
+  const Planner& planner = planner_for(a.id);
+  return predict_bounded(
+      [&](int r) {
+        Schedule s = planner.plan({layout.nranks(), r, a.radix});
+        place_levels(s, placement.node_of());
+        return stage_on_device(s);
+      },
+      layout, placement, params, in_place, std::numeric_limits<double>::infinity());
 }
 
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,

@@ -21,6 +21,16 @@
 // round with any of them costs at least σ + γ · (bytes it puts and gets), σ one flag
 // synchronization (CostParams::node_sync_s); its messages of that round overlap them.
 // So shared_memory and hierarchical are priced from their schedules too.
+// Device-level operations (a staged schedule, stage_on_device: device buffers staged
+// through a host mirror) run on the device's copy engines beside the rounds, at
+// CostParams::device (α_d, β_d: PCIe), chunk by chunk (device_chunk_bytes):
+//   to_host of X bytes in a round:  that round ≥ max(α_d + β_d·min(X, chunk) + its
+//                                   messages, α_d + β_d·X) (a send waits for the chunks it reads)
+//   to_device of Y bytes in round k: a per-rank device clock d = max(d + α_d + β_d·Y,
+//                                   end of round k + α_d + β_d·min(Y, chunk)) (copies follow the
+//                                   receives; the last chunk's copy follows the round)
+//   the own copy on the device:     d ≥ α_d + X · device_copy_s_per_byte (its own stream)
+// and the call ends at the later of its last round and its ranks' device clocks.
 //
 // Groups (optional): nodes may be placed in groups joined by one link per pair of groups,
 // as a dragonfly's groups are by their global links. Then, per round, the bytes that all
@@ -156,6 +166,12 @@ struct CostParams {
   /// the placement (Placement::with_groups); a network round then costs the largest α of
   /// its messages. Set by the simulator from its platform (the tuning file does not yet).
   double group_alpha_s = 0;
+  /// Copies between device and host memory (staged schedules): α of one copy, β over
+  /// PCIe. Uncalibrated defaults for an H100/H200-class node (docs/gpu.md); lib/cuda
+  /// sets them from its path model.
+  LevelCost device{8e-6, 1.0 / 25e9};
+  double device_copy_s_per_byte = 1.0 / 1000e9;  ///< device to device (the own block)
+  std::size_t device_chunk_bytes = std::size_t{1} << 20;  ///< staging's chunk
 };
 
 /// One link of a routed network (Routes).
@@ -255,6 +271,11 @@ double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const P
                          const CostParams& params, bool in_place,
                          const NodeStageParams& stage = {},
                          double at_most = std::numeric_limits<double>::infinity());
+
+/// A point-to-point algorithm on device buffers staged through host mirrors: the price
+/// of every rank's staged schedule (stage_on_device), device copies included.
+double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
+                      const CostParams& params, bool in_place);
 
 /// The ranks whose schedules the prediction looks at.
 std::vector<int> sampled_ranks(int nranks);

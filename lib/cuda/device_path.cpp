@@ -383,11 +383,19 @@ void DeviceCall::settle() {
     p = *s.forced;
     if ((p == Path::aware && !allowed.aware) || (p == Path::ipc && !allowed.ipc)) p = Path::staging;
   } else {
-    // Node algorithms are schedules too: priced as planned, never as free.
-    const double schedule_s =
-        predict_algorithm(choice_, layout, ctx.selector().placement(), ctx.selector().tuning().params,
-                          buffers_.in_place, ctx.selector().stage());
-    p = choose_path(allowed, schedule_s, layout, st.piece_bytes);
+    // Node algorithms are schedules too: priced as planned, never as free; a
+    // point-to-point schedule staged, with its device copies (predict_staged).
+    const Placement& placement = ctx.selector().placement();
+    ScheduleTimes t;
+    t.schedule_s = predict_algorithm(choice_, layout, placement, ctx.selector().tuning().params,
+                                     buffers_.in_place, ctx.selector().stage());
+    if (!is_node_path(choice_.id)) {
+      CostParams staged = ctx.selector().tuning().params;
+      staged.device = device_level();
+      staged.device_chunk_bytes = st.chunk_bytes;
+      t.staged_s = predict_staged(choice_, layout, placement, staged, buffers_.in_place);
+    }
+    p = choose_path(allowed, t, layout);
   }
   const int tag = ctx.next_tag();  // taken here, in call order, whatever runs
   const bool blocking = !host_start_;

@@ -6,31 +6,28 @@
 
 namespace agx::cuda {
 
-double predict_path(Path p, double schedule_s, const Layout& layout,
-                    std::size_t piece_bytes, const PathCostParams& c) {
-  std::size_t total = 0, largest = 0;
-  for (int b = 0; b < layout.nranks(); ++b) {
-    total += layout.bytes(b);
-    largest = std::max(largest, layout.bytes(b));
-  }
-  const auto first = static_cast<double>(std::min(largest, piece_bytes));
+LevelCost device_level(const PathCostParams& c) { return LevelCost{c.copy_alpha_s, c.pcie_s_per_byte}; }
+
+double predict_path(Path p, const ScheduleTimes& t, const Layout& layout, const PathCostParams& c) {
+  std::size_t total = 0;
+  for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
   switch (p) {
-    case Path::aware: return schedule_s * c.aware_factor + c.aware_alpha_s;
+    case Path::aware: return t.schedule_s * c.aware_factor + c.aware_alpha_s;
     case Path::staging:
-      return schedule_s + 2 * c.copy_alpha_s +
-             2 * first * c.pcie_s_per_byte;
+      if (t.staged_s >= 0) return t.staged_s;
+      return t.schedule_s + 2 * c.copy_alpha_s + static_cast<double>(total) * c.pcie_s_per_byte;
     case Path::ipc: return c.ipc_alpha_s + static_cast<double>(total) * c.peer_s_per_byte;
   }
-  return schedule_s;
+  return t.schedule_s;
 }
 
-Path choose_path(const PathOptions& allowed, double schedule_s, const Layout& layout,
-                 std::size_t piece_bytes, const PathCostParams& c) {
+Path choose_path(const PathOptions& allowed, const ScheduleTimes& t, const Layout& layout,
+                 const PathCostParams& c) {
   Path best = Path::staging;
-  double best_s = predict_path(Path::staging, schedule_s, layout, piece_bytes, c);
+  double best_s = predict_path(Path::staging, t, layout, c);
   for (Path p : {Path::aware, Path::ipc}) {
     if ((p == Path::aware && !allowed.aware) || (p == Path::ipc && !allowed.ipc)) continue;
-    const double s = predict_path(p, schedule_s, layout, piece_bytes, c);
+    const double s = predict_path(p, t, layout, c);
     if (s < best_s) best_s = s, best = p;
   }
   return best;

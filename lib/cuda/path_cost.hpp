@@ -1,8 +1,11 @@
 #pragma once
 // Choosing the device path of a call with a small cost model (docs/gpu.md):
 //   aware:   t_schedule * aware_factor + aware_alpha        (MPI moves device memory)
-//   staging: t_schedule + 2 * copy_alpha + 2 * min(largest block, piece) / pcie
-//            (the copies that do not overlap messages: first chunk in, last one out)
+//   staging: t_staged, the core cost model's price of the staged schedule
+//            (stage_on_device: its device copies are operations, priced at copy_alpha
+//            and pcie beside the rounds, core/cost_model.hpp); a node algorithm, which
+//            stages its whole mirror (own block in before, the rest out after):
+//            t_schedule + 2 * copy_alpha + total / pcie
 //   ipc:     ipc_alpha + total / peer_bandwidth             (one D2D copy per peer)
 // Every input is the same on every rank, so every rank picks the same path.
 // t_schedule is the core cost model's prediction of the host schedule. The constants
@@ -11,6 +14,8 @@
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
+
+#include "core/cost_model.hpp"
 
 #include "cuda/settings.hpp"
 
@@ -33,12 +38,21 @@ struct PathOptions {
   bool ipc = false;    ///< one node and every receive buffer is device memory
 };
 
-/// Predicted seconds of `p` for a call whose host schedule takes `schedule_s`.
-double predict_path(Path p, double schedule_s, const Layout& layout,
-                    std::size_t piece_bytes, const PathCostParams& c = {});
+/// The core cost model's device level from these constants (CostParams::device).
+LevelCost device_level(const PathCostParams& c = {});
+
+/// What the paths are priced from: the host schedule's prediction and the staged
+/// schedule's (predict_staged), or staged_s < 0 for a node algorithm (whole mirror).
+struct ScheduleTimes {
+  double schedule_s = 0;
+  double staged_s = -1;
+};
+
+/// Predicted seconds of `p` for the call.
+double predict_path(Path p, const ScheduleTimes& t, const Layout& layout, const PathCostParams& c = {});
 
 /// The cheapest path among those allowed (staging is always allowed).
-Path choose_path(const PathOptions& allowed, double schedule_s, const Layout& layout,
-                 std::size_t piece_bytes, const PathCostParams& c = {});
+Path choose_path(const PathOptions& allowed, const ScheduleTimes& t, const Layout& layout,
+                 const PathCostParams& c = {});
 
 }  // namespace agx::cuda

@@ -29,6 +29,32 @@ TEST_CASE("ring on one node costs (N-1)(alpha + M beta)", "[cost]") {
   }
 }
 
+// Staged on device buffers (core/cost_model.hpp, "Device-level operations"): with
+// α = 1 µs, β = 1 ns/B on the node, α_d = 2 µs, β_d = 1 ns/B, 1000 B chunks and free
+// copies, a ring round of 4000 B costs 5 µs on the host; staged, the first round waits
+// for the own block's first chunk (3 µs) and the copies to the device follow the rounds
+// on the device clock.
+TEST_CASE("a staged schedule's device copies are priced beside its rounds", "[cost]") {
+  CostParams c;
+  c.copy_s_per_byte = 0;
+  c.copy_rates.clear();
+  c.node = LevelCost{1e-6, 1e-9};
+  c.device = LevelCost{2e-6, 1e-9};
+  c.device_copy_s_per_byte = 0;
+  c.device_chunk_bytes = 1000;
+  const AlgorithmChoice ring{Algorithm::ring, 0};
+  // N = 2: round 0 max(2+1+5, 2+4) = 8 µs; its to_device after it, the last chunk's
+  // copy following the round: max(2 (the own copy) + 2 + 4, 8 + 2 + 1) = 11 µs.
+  const Layout two = Layout::uniform(2, 4000);
+  CHECK(predict_algorithm(ring, two, Placement::single_node(2), c, false) == Approx(5e-6));
+  CHECK(predict_staged(ring, two, Placement::single_node(2), c, false) == Approx(11e-6));
+  // N = 4: rounds end at 8, 13, 18 µs; the device clock at 11, max(11 + 6, 13 + 3) = 17,
+  // max(17 + 6, 18 + 3) = 23 µs: the copies to the device are the bottleneck.
+  const Layout four = Layout::uniform(4, 4000);
+  CHECK(predict_algorithm(ring, four, Placement::single_node(4), c, false) == Approx(15e-6));
+  CHECK(predict_staged(ring, four, Placement::single_node(4), c, false) == Approx(23e-6));
+}
+
 TEST_CASE("recursive doubling doubles the bytes each round", "[cost]") {
   CostParams c;
   c.copy_s_per_byte = 0;
