@@ -297,7 +297,8 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       }
       routed_done[i] = done;
       for (const NodeOp& op : round.node) {
-        node_ops[i] = 1;
+        node_ops[i] = 1;  // (σ: the round's flag synchronization, signals and waits included)
+        if (op.kind != NodeOp::Kind::put && op.kind != NodeOp::Kind::get) continue;  // no bytes
         for (const BlockSpan& span : op.blocks)
           for (int b = span.first; b < span.first + span.count; ++b) copied[i] += layout.bytes(b);
       }

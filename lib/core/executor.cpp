@@ -234,6 +234,16 @@ void Execution::abandon() noexcept {
   clear_round();
 }
 
+void Execution::put_round(const Round& round) {
+  for (const NodeOp& op : round.node)
+    if (op.kind == NodeOp::Kind::put) node_->put(op, buffers_, layout_, paired(round, op, NodeOp::Kind::signal));
+}
+
+void Execution::signal_round(const Round& round) {
+  for (const NodeOp& op : round.node)
+    if (op.kind == NodeOp::Kind::signal && !paired(round, op, NodeOp::Kind::put)) node_->signal(op);
+}
+
 void Execution::start() {
   if (message_free_ && !polling()) {
     start_local();
@@ -256,7 +266,7 @@ void Execution::start() {
       post_round();
       // A node round of puts only (a node schedule's first) is complete once posted.
       while (node_ != nullptr && round_ < schedule_.rounds.size() && requests_.empty() &&
-             deferred_.empty() && cursors_.empty())
+             deferred_.empty() && cursors_.empty() && gets_done())
         end_round();
     } else if (node_ != nullptr) {
       node_->finish();
@@ -353,16 +363,19 @@ void Execution::start_local() {
 
 void Execution::begin_local_round() {
   for (; round_ < schedule_.rounds.size(); ++round_) {
-    std::size_t gets = 0;
-    for (const NodeOp& op : schedule_.rounds[round_].node) {
-      if (op.kind == NodeOp::Kind::put) node_->put(op, buffers_, layout_);
-      else ++gets;
+    const Round& round = schedule_.rounds[round_];
+    std::size_t gets = 0, waits = 0;
+    put_round(round);
+    for (const NodeOp& op : round.node) {
+      gets += op.kind == NodeOp::Kind::get;
+      waits += op.kind == NodeOp::Kind::wait;
     }
     copy_round();
-    if (gets > 0) {
+    if (gets + waits > 0) {
       cursors_.assign(gets, GetCursor{});
       return;
     }
+    signal_round(round);
   }
   node_->finish();
 }
@@ -371,6 +384,7 @@ bool Execution::test_local() {
   try {
     while (round_ < schedule_.rounds.size()) {
       if (!gets_done()) return false;
+      signal_round(schedule_.rounds[round_]);
       ++round_;
       begin_local_round();
     }
@@ -383,12 +397,15 @@ bool Execution::test_local() {
   return true;
 }
 
+// The round's gets and the waits no get covers (core/schedule.hpp, NodeOp).
 bool Execution::gets_done() {
-  const auto& ops = schedule_.rounds[round_].node;
+  const Round& round = schedule_.rounds[round_];
+  const auto& ops = round.node;
   bool all = true;
   for (std::size_t i = 0, g = 0; i < ops.size(); ++i) {
-    if (ops[i].kind != NodeOp::Kind::get) continue;
-    all = node_->try_get(ops[i], cursors_[g++], buffers_, layout_) && all;
+    if (ops[i].kind == NodeOp::Kind::get) all = node_->try_get(ops[i], cursors_[g++], buffers_, layout_) && all;
+    else if (ops[i].kind == NodeOp::Kind::wait && !paired(round, ops[i], NodeOp::Kind::get))
+      all = node_->try_wait(ops[i]) && all;
   }
   return all;
 }
@@ -543,6 +560,7 @@ void Execution::end_round() {
   deferred_.clear();
   if (round_checks_) round_checks_->end_round(round_);
   if (node_ != nullptr && segment_recvs_) node_->segment_round_done(truncated_ != nullptr);
+  if (node_ != nullptr) signal_round(schedule_.rounds[round_]);
   if (++round_ < schedule_.rounds.size()) post_round();
   else if (round_checks_) round_checks_->finish();
   if (round_ == schedule_.rounds.size() && node_ != nullptr) node_->finish();
@@ -587,10 +605,8 @@ void Execution::copy_round() {
 void Execution::post_transfers(const Round& round, bool checksums) {
   if (node_ != nullptr) {
     std::size_t gets = 0;
-    for (const NodeOp& op : round.node) {
-      if (op.kind == NodeOp::Kind::put) node_->put(op, buffers_, layout_);
-      else ++gets;
-    }
+    put_round(round);
+    for (const NodeOp& op : round.node) gets += op.kind == NodeOp::Kind::get;
     cursors_.assign(gets, GetCursor{});
     for (const Transfer& t : round.recvs) segment_recvs_ = segment_recvs_ || t.place == Place::segment;
   }

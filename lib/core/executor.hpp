@@ -169,6 +169,8 @@ class Execution {
   void posted(MPI_Request request, bool is_send, const Transfer& transfer, std::size_t bytes,
               bool checksums);
   void before_send(std::size_t bytes);
+  void put_round(const Round& round);     // node: the round's puts (and the signals they make)
+  void signal_round(const Round& round);  // node: the round's other signals, at its end
   void issue_to_host(std::size_t round);  // device copies: the round's to_host operations
   bool to_device(const Transfer& t) const;  // whether the round's to_device covers t  // device copies: the own-block bytes a send piece reads
   void abandon() noexcept;

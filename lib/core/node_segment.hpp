@@ -28,9 +28,16 @@ class NodeSegment {
   /// The segment as a buffer, each block at its place there (for Place::segment).
   virtual const Buffers& segment_buffers() const = 0;
   virtual const Layout& segment_layout() const = 0;
-  /// Copies the op's blocks (this rank holds them in `mine`) into the segment, raising
-  /// this rank's flag as it goes. Never waits.
-  virtual void put(const NodeOp& op, const Buffers& mine, const Layout& layout) = 0;
+  /// Copies the op's blocks (this rank holds them in `mine`) into the segment. `signal`:
+  /// the round signals them too (a signal of the same blocks), so this rank's flag rises
+  /// as the copy goes, chunk by chunk. Never waits.
+  virtual void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) = 0;
+  /// A signal that no put of its round makes: the blocks are in the segment (put by this
+  /// rank in an earlier round, or received into it by this rank): raise their flags.
+  virtual void signal(const NodeOp& op) = 0;
+  /// A wait that no get of its round covers: whether the flags of its blocks show them
+  /// (never waits). A get checks the flags of what it copies itself, chunk by chunk.
+  virtual bool try_wait(const NodeOp& op) = 0;
   /// Copies into `mine` whatever of the op's blocks has reached the segment, from
   /// `cursor` on, without waiting; true once every block is copied.
   virtual bool try_get(const NodeOp& op, GetCursor& cursor, const Buffers& mine,
@@ -42,9 +49,10 @@ class NodeSegment {
   /// A local owner whose size of a block disagrees counts as holding it (disagree()):
   /// the engine then sends it one byte short, so that the receivers fail too.
   virtual bool holds(const Transfer& send) = 0;
-  /// The receives into the segment of one of this rank's rounds are complete;
-  /// `truncated`: one of this call's receives so far brought another size than planned
-  /// (the ranks disagree on the counts), so blocks read from the segment may be short.
+  /// The receives into the segment of one of this rank's rounds are complete (before
+  /// the round's signals); `truncated`: one of this call's receives so far brought another
+  /// size than planned (the ranks disagree on the counts), so blocks read from the
+  /// segment may be short.
   virtual void segment_round_done(bool truncated) = 0;
   /// Every round of this rank is complete.
   virtual void finish() = 0;

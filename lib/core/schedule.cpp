@@ -56,6 +56,22 @@ const char* level_name(Level l) {
   return "?";
 }
 
+bool paired(const Round& round, const NodeOp& op, NodeOp::Kind k) {
+  for (const NodeOp& o : round.node)
+    if (o.kind == k && o.blocks == op.blocks) return true;
+  return false;
+}
+
+const char* node_op_name(NodeOp::Kind k) {
+  switch (k) {
+    case NodeOp::Kind::put: return "put";
+    case NodeOp::Kind::get: return "get";
+    case NodeOp::Kind::signal: return "signal";
+    case NodeOp::Kind::wait: return "wait";
+  }
+  return "?";
+}
+
 Schedule stage_on_device(const Schedule& host) {
   Schedule s = host;
   if (s.rounds.empty()) s.rounds.emplace_back();
@@ -115,7 +131,7 @@ std::string describe(const Schedule& s) {
     print_transfers(os, "send", s.rounds[i].sends);
     print_transfers(os, "recv", s.rounds[i].recvs);
     for (const NodeOp& op : s.rounds[i].node)
-      print_spans(os, op.kind == NodeOp::Kind::put ? "put" : "get", op.blocks);
+      print_spans(os, node_op_name(op.kind), op.blocks);
     for (const Copy& c : s.rounds[i].copies)
       print_spans(os, c.level == Level::device ? "copy~device" : "copy", c.blocks);
     for (const DeviceCopy& d : s.rounds[i].device)

@@ -10,9 +10,13 @@
 //                     one (every transfer `network`), whoever knows the placement marks
 //                     them (place_levels: the cost model; the node planners mark their
 //                     own), and the validator checks the marks against the placement
-//   node              put: copy blocks into the node's shared segment, then raise the
-//                     own flag; get: copy blocks out of the segment, once the flags of
-//                     the ranks that put or received them say they are there
+//   node              put: copy blocks into the node's shared segment; get: copy blocks
+//                     out of it
+//   node              signal: raise the rank's flags for blocks it placed in the segment
+//                     (put, or received there); wait: until the flags of the ranks that
+//                     signalled the blocks show them. A get, or a send from the segment,
+//                     of a block another rank placed there follows a wait on it, and a
+//                     wait follows the signal by an earlier round
 //   node              copy: a local copy of blocks from the rank's send buffer into its
 //                     receive buffer (the own block of an out-of-place call; nothing in
 //                     place). Every planner's schedule has it: Planner::plan adds it to
@@ -59,11 +63,18 @@ struct Transfer {
   Level level = Level::network;  ///< node when the peer shares this rank's node
 };
 
-/// A node-level operation on the node's shared segment (no MPI).
+/// A node-level operation on the node's shared segment (no MPI). The engine runs a
+/// signal of the blocks a put of the same round copies with the put (the flag rises
+/// chunk by chunk as the copy goes), any other signal when the round's other
+/// operations are complete; a wait with the gets of the same blocks in its round (each
+/// chunk is copied as its flag shows it), any other wait as a poll that the round ends
+/// after.
 struct NodeOp {
   enum class Kind : unsigned char {
-    put,  ///< blocks the rank holds -> the segment (each block is put once per node)
-    get,  ///< blocks in the segment since an earlier round -> the rank's buffer
+    put,     ///< blocks the rank holds -> the segment (each block is put once per node)
+    get,     ///< blocks waited for (in this round or before) -> the rank's buffer
+    signal,  ///< raise the flags of blocks this rank placed in the segment by this round's end
+    wait,    ///< until the flags of blocks signalled in an earlier round show them
   };
   Kind kind = Kind::put;
   std::vector<BlockSpan> blocks;
@@ -127,7 +138,7 @@ void append_wrapped(std::vector<BlockSpan>& spans, int first, int count, int n);
 /// Adds a send and/or receive to `round`; zero-block transfers are skipped.
 void add_send(Round& round, int peer, std::vector<BlockSpan> blocks, Place place = Place::buffer);
 void add_recv(Round& round, int peer, std::vector<BlockSpan> blocks, Place place = Place::buffer);
-/// Adds a put or get to `round`; zero-block operations are skipped.
+/// Adds a node operation to `round`; zero-block operations are skipped.
 void add_node_op(Round& round, NodeOp::Kind kind, std::vector<BlockSpan> blocks);
 
 /// Adds the copy of the own block `s.rank` to round 0 (a schedule of no rounds, one rank
@@ -145,6 +156,13 @@ void place_levels(Schedule& s, const std::vector<int>& node_of);
 /// (device-level). Point-to-point schedules only (no node operations or segment
 /// transfers: node schedules on device buffers run on a whole mirror, docs/gpu.md).
 Schedule stage_on_device(const Schedule& host);
+
+/// Whether `round` has a node operation of kind `k` on exactly `op`'s blocks: a signal
+/// that a put of its round makes, a wait that a get of its round covers (NodeOp).
+bool paired(const Round& round, const NodeOp& op, NodeOp::Kind k);
+
+/// A node operation's name, as describe() and the validator write it.
+const char* node_op_name(NodeOp::Kind k);
 
 /// Whether `s` has device-level operations (a staged schedule).
 bool is_staged(const Schedule& s);

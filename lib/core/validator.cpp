@@ -26,6 +26,15 @@ std::string where(std::size_t round, int rank) {
   return os.str();
 }
 
+// Whether `round` waits for block b (its waits come before its sends from the segment).
+bool waits_in(const Round& round, int b) {
+  for (const NodeOp& op : round.node)
+    if (op.kind == NodeOp::Kind::wait)
+      for (const BlockSpan& s : op.blocks)
+        if (s.first <= b && b < s.first + s.count) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string validate(const std::vector<Schedule>& per_rank, const std::vector<int>& node_of) {
@@ -53,6 +62,14 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   // the network must be this rank's own earlier receive: no flag orders another's.
   std::vector<std::vector<char>> segment(static_cast<std::size_t>(nnodes), std::vector<char>(n, 0));
   std::vector<std::vector<int>> receiver(static_cast<std::size_t>(nnodes), std::vector<int>(n, -1));
+  // Flags: placer[j][b], the rank that put or received block b into node j's segment;
+  // signalled[j][b], the round its placer signalled it (-1: not yet; a wait needs an
+  // earlier round); waited[r][b], rank r has waited for block b (a get or a send from
+  // the segment of a block another rank placed needs that, in the same round or before).
+  std::vector<std::vector<int>> placer(static_cast<std::size_t>(nnodes), std::vector<int>(n, -1));
+  std::vector<std::vector<long long>> signalled(static_cast<std::size_t>(nnodes), std::vector<long long>(n, -1));
+  std::vector<std::vector<char>> waited(static_cast<std::size_t>(n), std::vector<char>(n, 0));
+  std::vector<std::pair<int, int>> signals, gets;  // (rank, block) of the round
   std::size_t nrounds = 0;
   for (int r = 0; r < n; ++r) {
     if (per_rank[r].nranks != n || per_rank[r].rank != r)
@@ -111,11 +128,15 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           if (b == r && staged[static_cast<std::size_t>(r)] && !own_on_host[static_cast<std::size_t>(r)])
             return where(k, r) + "sends its own block before copying it to the host";
         if (from_segment)
-          for (int b : blocks)
+          for (int b : blocks) {
             if (receiver[node(r)][b] >= 0 && receiver[node(r)][b] != r)
               return where(k, r) + "sends block " + std::to_string(b) +
                      " from the segment, which rank " + std::to_string(receiver[node(r)][b]) +
                      " received there";
+            if (placer[node(r)][b] != r && !waited[r][b] && !waits_in(per_rank[r].rounds[k], b))
+              return where(k, r) + "sends block " + std::to_string(b) +
+                     " from the segment without waiting for its flag";
+          }
         if (from_segment) blocks.push_back(-1);  // the place is part of what must match
         in_flight[key(r, t.peer)].messages.push_back(std::move(blocks));
       }
@@ -138,27 +159,42 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
         }
       }
       for (const NodeOp& op : per_rank[r].rounds[k].node) {
-        const bool put = op.kind == NodeOp::Kind::put;
+        const std::string name = node_op_name(op.kind);
         if (op.level != Level::node)
-          return where(k, r) + (put ? "put" : "get") + " marked " + level_name(op.level) +
-                 "-level: the segment is the node's";
+          return where(k, r) + name + " marked " + level_name(op.level) + "-level: the segment is the node's";
         for (int b : expand(op.blocks)) {
-          if (b < 0 || b >= n)
-            return where(k, r) + (put ? "puts" : "gets") + " invalid block " + std::to_string(b);
-          if (put) {
-            if (!held[r][b]) return where(k, r) + "puts block " + std::to_string(b) + " it does not hold";
-            if (segment[node(r)][b])
-              return where(k, r) + "puts block " + std::to_string(b) + " that its node's segment already holds";
-            seg_arrivals.emplace_back(node(r), b);
-          } else {
-            if (!segment[node(r)][b])
-              return where(k, r) + "gets block " + std::to_string(b) +
-                     " before its node's segment holds it";
-            if (held[r][b]) return where(k, r) + "gets block " + std::to_string(b) + " it already holds";
-            arrivals.emplace_back(r, b);
+          if (b < 0 || b >= n) return where(k, r) + name + "s invalid block " + std::to_string(b);
+          switch (op.kind) {
+            case NodeOp::Kind::put:
+              if (!held[r][b]) return where(k, r) + "puts block " + std::to_string(b) + " it does not hold";
+              if (segment[node(r)][b])
+                return where(k, r) + "puts block " + std::to_string(b) + " that its node's segment already holds";
+              seg_arrivals.emplace_back(node(r), b);
+              placer[node(r)][b] = r;
+              break;
+            case NodeOp::Kind::signal: signals.emplace_back(r, b); break;  // at the round's end
+            case NodeOp::Kind::wait:
+              if (signalled[node(r)][b] < 0)
+                return where(k, r) + "waits for block " + std::to_string(b) +
+                       ", which no rank of its node signalled in an earlier round";
+              waited[r][b] = 1;
+              break;
+            case NodeOp::Kind::get:
+              if (!segment[node(r)][b])
+                return where(k, r) + "gets block " + std::to_string(b) + " before its node's segment holds it";
+              if (held[r][b]) return where(k, r) + "gets block " + std::to_string(b) + " it already holds";
+              gets.emplace_back(r, b);  // checked against the round's waits below
+              arrivals.emplace_back(r, b);
+              break;
           }
         }
       }
+      // A get is of a block waited for in this round (the wait comes first: a round's
+      // waits are issued with its gets) or an earlier one.
+      for (const auto& [g, b] : gets)
+        if (!waited[g][b])
+          return where(k, g) + "gets block " + std::to_string(b) + " without waiting for its flag";
+      gets.clear();
     }
     for (int r = 0; r < n; ++r) {
       if (k >= per_rank[r].rounds.size()) continue;
@@ -186,6 +222,7 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           if (to_segment) {
             seg_arrivals.emplace_back(node(r), b);
             receiver[node(r)][b] = r;
+            placer[node(r)][b] = r;
           }
           else arrivals.emplace_back(r, b);
         }
@@ -205,6 +242,16 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
                std::to_string(j) + " twice";
       segment[j][b] = 1;
     }
+    // A signal raises the flag of a block its rank placed in the segment by this round's end.
+    for (const auto& [r, b] : signals) {
+      const int j = node(r);
+      if (!segment[j][b] || placer[j][b] != r)
+        return where(k, r) + "signals block " + std::to_string(b) + ", which it did not put or receive into " +
+               (segment[j][b] ? "the segment" : "the segment by this round");
+      if (signalled[j][b] >= 0) return where(k, r) + "signals block " + std::to_string(b) + " twice";
+      signalled[j][b] = static_cast<long long>(k);
+    }
+    signals.clear();
     // A to_device copies what the rank holds by the end of its round.
     for (int r = 0; r < n; ++r) {
       if (k >= per_rank[r].rounds.size()) continue;

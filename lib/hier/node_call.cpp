@@ -78,10 +78,7 @@ class StagedSegment final : public NodeSegment {
     seg_layout_ = Layout::varying(bytes_, offsets_);
     for (const Round& round : schedule.rounds)
       for (const Transfer& tr : round.recvs)
-        if (tr.place == Place::segment) {
-          ++segment_rounds_;
-          break;
-        }
+        if (tr.place == Place::segment) received_ += static_cast<std::size_t>(block_count(tr.blocks));
   }
   ~StagedSegment() override {
     if (!blocking_) h_.drop_claim(claim_);
@@ -98,7 +95,7 @@ class StagedSegment final : public NodeSegment {
     claimed_ = true;
     base_ = claim_.base;
     seg_buffers_ = Buffers{nullptr, base_, true};
-    if (segment_rounds_ == 0) raise_ready();
+    if (received_ == 0) raise_ready();
     return true;
   }
   std::string claim_waiting_for() { return h_.claim_waiting_for(claim_); }
@@ -114,7 +111,8 @@ class StagedSegment final : public NodeSegment {
   const Buffers& segment_buffers() const override { return seg_buffers_; }
   const Layout& segment_layout() const override { return seg_layout_; }
 
-  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override {
+  // Unsignalled (a signal in a later round), the chunks are copied without marks.
+  void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override {
     Slot& own = h_.own_slot();
     for (const BlockSpan& span : op.blocks)
       for (int b = span.first; b < span.first + span.count; ++b) {
@@ -126,15 +124,52 @@ class StagedSegment final : public NodeSegment {
         std::byte* dst = base_ + offsets_[static_cast<std::size_t>(b)];
         const std::size_t chunks = chunk_count(bytes, chunk_);
         publish_block(own, gen_, bytes, offsets_[static_cast<std::size_t>(b)]);  // before any mark
-        if (chunks == 0) own.progress.store(progress_mark(gen_, 0), std::memory_order_release);
+        if (chunks == 0 && signal) own.progress.store(progress_mark(gen_, 0), std::memory_order_release);
         for (std::size_t k = 0; k < chunks; ++k) {
           const std::size_t at = k * chunk_, len = std::min(chunk_, bytes - at);
           if (pieces_ != nullptr) gather_pieces(dst + at, pieces_of(*pieces_, b), at, len);
           else copy_bytes(dst + at, src + at, len);
-          own.progress.store(progress_mark(gen_, k + 1), std::memory_order_release);
+          if (signal) own.progress.store(progress_mark(gen_, k + 1), std::memory_order_release);
         }
-        h_.notify();
+        if (signal) h_.notify();
       }
+  }
+
+  // The own block (put unsignalled before): its whole progress mark. Blocks received
+  // into the segment: one ready flag per rank and call, raised once all of them are
+  // signalled (readers of other nodes' blocks wait for every leader's).
+  void signal(const NodeOp& op) override {
+    const Topology& t = h_.topo;
+    for (const BlockSpan& span : op.blocks)
+      for (int b = span.first; b < span.first + span.count; ++b) {
+        if (t.node_of[static_cast<std::size_t>(b)] == t.node) {
+          h_.own_slot().progress.store(progress_mark(gen_, chunk_count(bytes_[static_cast<std::size_t>(b)], chunk_)),
+                                       std::memory_order_release);
+          h_.notify();
+        } else if (++signalled_ == received_) {
+          raise_ready();
+        }
+      }
+  }
+
+  bool try_wait(const NodeOp& op) override {
+    const Topology& t = h_.topo;
+    for (const BlockSpan& span : op.blocks)
+      for (int b = span.first; b < span.first + span.count; ++b) {
+        if (t.node_of[static_cast<std::size_t>(b)] != t.node) {
+          for (int l = 0; l < h_.leaders; ++l)
+            if (const std::uint64_t v = h_.slot(l).ready.load(std::memory_order_acquire); v < gen_)
+              return awaiting(h_.slot(l).ready, v);
+          continue;
+        }
+        if (b == t.rank) continue;
+        const auto u = static_cast<std::size_t>(b);
+        const std::atomic<std::uint64_t>& flag = h_.slot(t.local_of[u]).progress;
+        if (const std::uint64_t v = flag.load(std::memory_order_acquire);
+            v < progress_mark(gen_, chunk_count(bytes_[u], chunk_)))
+          return awaiting(flag, v);
+      }
+    return true;
   }
 
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override {
@@ -163,8 +198,8 @@ class StagedSegment final : public NodeSegment {
   void segment_round_done(bool truncated) override {
     // A leader that received another size than planned says so before its ready flag:
     // its node's readers of other nodes' blocks fail as it does (copy_block).
+    // (The ready flag goes up with the signal of the received blocks, after this.)
     if (truncated) h_.own_slot().disagreed[gen_ & 1].store(gen_, std::memory_order_relaxed);
-    if (++rounds_received_ == segment_rounds_) raise_ready();
   }
 
   void finish() override {
@@ -254,7 +289,7 @@ class StagedSegment final : public NodeSegment {
   Layout seg_layout_;
   Buffers seg_buffers_{};
   std::byte* base_ = nullptr;
-  std::size_t segment_rounds_ = 0, rounds_received_ = 0;
+  std::size_t received_ = 0, signalled_ = 0;  // blocks received into the segment, signalled
   int misses_ = 0;  // polls that found a local block not put yet (patience, node_copies.hpp)
   HierContext::RegionClaim claim_;
   bool claimed_ = false;

@@ -155,14 +155,21 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
   int misses = 0;
   for (const Round& round : s.rounds) {
     // As the engine runs a round: puts, then the local copies, then the gets.
+    // A put raises its line as it writes it (its signal), a get reads a line once it
+    // shows the call (its wait): other signals and waits are not the flag lines'.
     for (const NodeOp& op : round.node)
       if (op.kind == NodeOp::Kind::put) {
         own_only(op, me, "the flag-line copies");
+        if (!paired(round, op, NodeOp::Kind::signal)) OneNodeCopies::unpaired("put without its signal");
         put_line(h, gen, own_source(buffers, layout, me), nullptr, layout.bytes(me));
+      } else if (op.kind == NodeOp::Kind::signal && !paired(round, op, NodeOp::Kind::put)) {
+        OneNodeCopies::unpaired("signal");
+      } else if (op.kind == NodeOp::Kind::wait && !paired(round, op, NodeOp::Kind::get)) {
+        OneNodeCopies::unpaired("wait");
       }
     make_copies(round, buffers, layout);
     for (const NodeOp& op : round.node) {
-      if (op.kind == NodeOp::Kind::put) continue;
+      if (op.kind != NodeOp::Kind::get) continue;
       for (const BlockSpan& span : op.blocks)
         for (int b = span.first; b < span.first + span.count; ++b) {
           const int j = h.topo.local_of[static_cast<std::size_t>(b)];
@@ -199,7 +206,14 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
   }
 }
 
-void InlineCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
+bool OneNodeCopies::unpaired(const char* what) {
+  throw Error(MPI_ERR_INTERN, std::string("agx: the flag-line and single copies raise a block's flag as they "
+                                          "copy it and check it as they get it: a ") +
+                                  what + " of its own is not theirs");
+}
+
+void InlineCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) {
+  need_signal(signal);
   const int me = h_.topo.rank;
   own_only(op, me, "the flag-line copies");
   put_line(h_, gen_, pieces_ != nullptr ? nullptr : own_source(mine, layout, me), pieces_,
@@ -240,7 +254,8 @@ std::string InlineCopies::waiting_for(const NodeOp& op, const GetCursor& c) cons
 
 // --- single copy ----------------------------------------------------------------------
 
-void SingleCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
+void SingleCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) {
+  need_signal(signal);
   const int me = h_.topo.rank;
   own_only(op, me, "single copy");
   Slot& own = h_.own_slot();

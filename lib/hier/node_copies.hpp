@@ -62,8 +62,20 @@ class OneNodeCopies : public NodeSegment {
   const Layout& segment_layout() const override { return no_layout_; }
   bool holds(const Transfer&) override { return true; }
   void segment_round_done(bool) override {}
+  /// The flag lines and the single copy raise a block's flag as they write or publish
+  /// it, and a get checks it: they run schedules whose puts are signalled in their own
+  /// round and whose waits come with their gets (the node planners'); any other signal or
+  /// wait is an internal error (hier_allgather.cpp gives other schedules staged copies).
+  void signal(const NodeOp&) override { unpaired("signal"); }
+  bool try_wait(const NodeOp&) override { return unpaired("wait"); }
+  [[noreturn]] static bool unpaired(const char* what);  // (run_flag_lines too)
 
  protected:
+  /// A put not signalled in its round: unpaired("put without its signal").
+  static void need_signal(bool signal) {
+    if (!signal) unpaired("put without its signal");
+  }
+
   HierContext& h_;
   std::uint64_t gen_;
   int misses_ = 0;  // polls that found a block not there yet (patience)
@@ -76,7 +88,7 @@ class OneNodeCopies : public NodeSegment {
 class InlineCopies final : public OneNodeCopies {
  public:
   InlineCopies(HierContext& h, const BlockPieces* pieces) : OneNodeCopies(h), pieces_(pieces) {}
-  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
+  void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override;
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
   void finish() override;
   std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
@@ -88,7 +100,7 @@ class InlineCopies final : public OneNodeCopies {
 class SingleCopies final : public OneNodeCopies {
  public:
   using OneNodeCopies::OneNodeCopies;
-  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
+  void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override;
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
   void finish() override;
   bool finished() override;

@@ -276,6 +276,19 @@ TEST_CASE("hierarchical: one rank per node is the inter-node schedule, one node 
   CHECK(hier_leaders(shape_of(blocked(12, 4), 8)) == 4);
 }
 
+TEST_CASE("shared_memory in text: put and signal, then wait and get", "[node]") {
+  CHECK(describe(plan_node_algorithm(Algorithm::shared_memory, shape_of(std::vector<int>(3, 0)), 1)) ==
+        "round 0: put([1,2)) signal([1,2)) copy([1,2))\n"
+        "round 1: wait([0,1) [2,3)) get([0,1) [2,3))\n");
+  // A wait in the round of the signal it waits for is refused: signals count from the
+  // next round (so every wait is for an earlier round, and no schedule that passes
+  // can deadlock).
+  std::vector<Schedule> s;
+  for (int r = 0; r < 3; ++r) s.push_back(plan_node_algorithm(Algorithm::shared_memory, shape_of(std::vector<int>(3, 0)), r));
+  s[0].rounds[0].node.push_back({NodeOp::Kind::wait, {{1, 1}}});
+  CHECK_THAT(validate(s), Catch::Contains("round 0, rank 0: waits for block 1, which no rank of its node signalled in an earlier round"));
+}
+
 TEST_CASE("node validator: broken node schedules are rejected", "[node]") {
   const NodeShape shape = shape_of(blocked(8, 4), 2, AlgorithmChoice{Algorithm::ring, 0});
   const std::vector<Schedule> good = plan_all(Algorithm::hierarchical, shape);
@@ -293,6 +306,49 @@ TEST_CASE("node validator: broken node schedules are rejected", "[node]") {
     s[2].rounds[1].node.push_back(last.back());
     last.clear();
     CHECK(validate(s, shape.node_of).find("before its node's segment holds it") != std::string::npos);
+  }
+  // Flags (core/schedule.hpp, NodeOp): signal and wait are operations of their own.
+  SECTION("a put never signalled: the waits for it find no signal") {
+    auto s = good;
+    auto& ops = s[1].rounds[0].node;
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const NodeOp& o) { return o.kind == NodeOp::Kind::signal; }),
+              ops.end());
+    CHECK_THAT(validate(s, shape.node_of),
+               Catch::Contains("waits for block 1, which no rank of its node signalled in an earlier round"));
+  }
+  SECTION("a get without its wait") {
+    auto s = good;
+    auto& ops = s[2].rounds[1].node;
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const NodeOp& o) { return o.kind == NodeOp::Kind::wait; }),
+              ops.end());
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("round 1, rank 2: gets block 0 without waiting for its flag"));
+  }
+  SECTION("a leader's send from the segment of a block another rank put, without its wait") {
+    auto s = good;  // leader 0 of node 0 (ranks 0-3, 2 leaders) sends slice 0: blocks 0 and 1
+    auto& ops = s[0].rounds[1].node;
+    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const NodeOp& o) { return o.kind == NodeOp::Kind::wait; }),
+              ops.end());
+    CHECK_THAT(validate(s, shape.node_of),
+               Catch::Contains("round 1, rank 0: sends block 1 from the segment without waiting for its flag"));
+  }
+  SECTION("a leader that never signals what it received") {
+    auto s = good;
+    std::size_t dropped = 0;
+    for (Round& r : s[4].rounds) {  // rank 4: leader 0 of node 1; its signal of node 0's blocks
+      auto& ops = r.node;
+      const auto n = ops.size();
+      ops.erase(std::remove_if(ops.begin(), ops.end(),
+                               [](const NodeOp& o) { return o.kind == NodeOp::Kind::signal && o.blocks[0].first != 4; }),
+                ops.end());
+      dropped += n - ops.size();
+    }
+    REQUIRE(dropped == 1);
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("which no rank of its node signalled in an earlier round"));
+  }
+  SECTION("a rank signals a block another rank put") {
+    auto s = good;
+    s[1].rounds[0].node.push_back({NodeOp::Kind::signal, {{0, 1}}});
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("signals block 0, which it did not put or receive"));
   }
   SECTION("a block put twice on one node") {
     auto s = good;

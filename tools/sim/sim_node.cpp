@@ -120,15 +120,12 @@ SimNodeSegment::SimNodeSegment(SimNodes& nodes, const Schedule& planned, const S
     const Round& e = executed.rounds[k];
     for (std::size_t i = 0; i < p.sends.size() && i < e.sends.size(); ++i) planned_of_[&e.sends[i]] = &p.sends[i];
     for (const Transfer& t : p.recvs)
-      if (t.place == Place::segment) {
-        ++segment_rounds_;
-        break;
-      }
+      if (t.place == Place::segment) received_ += static_cast<std::size_t>(block_count(t.blocks));
   }
-  if (segment_rounds_ == 0) raise(nodes_.state(), nodes_.state().ready[static_cast<std::size_t>(nodes_.local())], gen_);
+  if (received_ == 0) raise(nodes_.state(), nodes_.state().ready[static_cast<std::size_t>(nodes_.local())], gen_);
 }
 
-void SimNodeSegment::put(const NodeOp& op, const Buffers& mine, const Layout& layout) {
+void SimNodeSegment::put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) {
   NodeState& s = nodes_.state();
   std::size_t bytes = 0;
   for (const BlockSpan& span : op.blocks)
@@ -142,7 +139,38 @@ void SimNodeSegment::put(const NodeOp& op, const Buffers& mine, const Layout& la
       std::memcpy(s.base + offsets_[static_cast<std::size_t>(b)], from, len);
     }
   spend(nodes_.cost().sync_s + nodes_.cost().copy_s_per_byte * static_cast<double>(bytes));
-  raise(s, s.put[static_cast<std::size_t>(nodes_.local())], gen_);
+  if (signal) raise(s, s.put[static_cast<std::size_t>(nodes_.local())], gen_);
+}
+
+// As lib/hier's staged segment: the own block's flag; one ready flag for the blocks
+// received into the segment, raised once all of them are signalled.
+void SimNodeSegment::signal(const NodeOp& op) {
+  NodeState& s = nodes_.state();
+  for (const BlockSpan& span : op.blocks)
+    for (int b = span.first; b < span.first + span.count; ++b) {
+      if (nodes_.node_of()[static_cast<std::size_t>(b)] == nodes_.node())
+        raise(s, s.put[static_cast<std::size_t>(nodes_.local())], gen_);
+      else if (++signalled_ == received_)
+        raise(s, s.ready[static_cast<std::size_t>(nodes_.local())], gen_);
+    }
+}
+
+bool SimNodeSegment::try_wait(const NodeOp& op) {
+  NodeState& s = nodes_.state();
+  for (const BlockSpan& span : op.blocks)
+    for (int b = span.first; b < span.first + span.count; ++b) {
+      if (nodes_.node_of()[static_cast<std::size_t>(b)] == nodes_.node()) {
+        const std::size_t l = static_cast<std::size_t>(nodes_.local_of(b));
+        wait_for(s, [&] { return s.put[l] >= gen_; });
+      } else {
+        wait_for(s, [&] {
+          for (int l = 0; l < leaders_; ++l)
+            if (s.ready[static_cast<std::size_t>(l)] < gen_) return false;
+          return true;
+        });
+      }
+    }
+  return true;
 }
 
 bool SimNodeSegment::try_get(const NodeOp& op, GetCursor& cursor, const Buffers& mine,
@@ -194,9 +222,6 @@ bool SimNodeSegment::holds(const Transfer& send) {
   return true;
 }
 
-void SimNodeSegment::segment_round_done(bool) {
-  if (++rounds_received_ == segment_rounds_)
-    raise(nodes_.state(), nodes_.state().ready[static_cast<std::size_t>(nodes_.local())], gen_);
-}
+void SimNodeSegment::segment_round_done(bool) {}  // (the ready flag: signal())
 
 }  // namespace agx::sim

@@ -89,7 +89,9 @@ class SimNodeSegment final : public NodeSegment {
                  const Layout& layout, int leaders);
   const Buffers& segment_buffers() const override { return seg_buffers_; }
   const Layout& segment_layout() const override { return seg_layout_; }
-  void put(const NodeOp& op, const Buffers& mine, const Layout& layout) override;
+  void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override;
+  void signal(const NodeOp& op) override;
+  bool try_wait(const NodeOp& op) override;
   bool try_get(const NodeOp& op, GetCursor& cursor, const Buffers& mine, const Layout& layout) override;
   bool holds(const Transfer& send) override;
   void segment_round_done(bool truncated) override;
@@ -103,7 +105,7 @@ class SimNodeSegment final : public NodeSegment {
   std::vector<std::size_t> bytes_, offsets_;
   Layout seg_layout_;
   Buffers seg_buffers_{};
-  std::size_t segment_rounds_ = 0, rounds_received_ = 0;
+  std::size_t received_ = 0, signalled_ = 0;  // blocks received into the segment, signalled
   std::unordered_map<const Transfer*, const Transfer*> planned_of_;  // executed -> planned
 };
 

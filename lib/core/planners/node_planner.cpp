@@ -4,9 +4,11 @@
 // and the cost model prices what they plan (core/cost_model.hpp).
 //
 // shared_memory (all N ranks on one node), staged through the node's segment:
-//   round 0   put the own block into the segment (and raise the own flag); copy it
-//             into the own receive buffer (out of place), as every schedule does
-//   round 1   get every other block (each after its owner's flag)
+//   round 0   put the own block into the segment and signal it (the own flag rises
+//             as the copy goes); copy it into the own receive buffer (out of place),
+//             as every schedule does
+//   round 1   wait for every other block and get it (each chunk as its owner's flag
+//             shows it)
 //
 //     r0 r1 r2 r3  --put-->  segment [B0 B1 B2 B3]  --get-->  every rank's buffer
 //
@@ -15,14 +17,18 @@
 //   when enabled: the same two rounds, other copies; lib/hier/node_copies.hpp.)
 //
 // hierarchical (nodes j = 0..J-1 numbered by lowest rank, L leaders per node):
-//   round 0        every rank puts its block into its node's segment
-//   round 1        every rank gets its own node's other blocks; the leaders also run
+//   round 0        every rank puts its block into its node's segment and signals it
+//   round 1        every rank waits for its own node's other blocks and gets them; the
+//                  leaders' sends from the segment carry them too. The leaders also run
 //   rounds 1..I    the inter-node schedule of I rounds, planned over J "ranks" by the
 //                  inter-node algorithm: leader l of node j sends, from the segment,
 //                  slice l of each node aggregate that schedule names, to leader l of
 //                  the peer node, which receives it into its segment. Slice l of a
 //                  node of m members: the blocks of its members [l·m/L, (l+1)·m/L).
-//   round I+1      every rank gets the other nodes' blocks from its segment
+//                  A leader signals what it received into the segment in its last
+//                  round with receives (one signal: lib/hier's leaders raise one ready
+//                  flag per call)
+//   round I+1      every rank waits for the other nodes' blocks and gets them
 //
 //   4 ranks round-robin on 2 nodes (node 0 = {0, 2}, node 1 = {1, 3}), one leader:
 //     round 0   all put:            seg0 [B0 B2]         seg1 [B1 B3]
@@ -105,9 +111,11 @@ Schedule shared_memory(int n, int rank) {
   }
   s.rounds.resize(2);
   add_node_op(s.rounds[0], NodeOp::Kind::put, {{rank, 1}});
+  add_node_op(s.rounds[0], NodeOp::Kind::signal, {{rank, 1}});
   std::vector<BlockSpan> others;
   if (rank > 0) others.push_back({0, rank});
   if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
+  add_node_op(s.rounds[1], NodeOp::Kind::wait, others);
   add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(others));
   add_own_copy(s);
   return s;
@@ -129,11 +137,15 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
   Schedule s{n, rank, {}};
   s.rounds.resize(I + 2);
   add_node_op(s.rounds[0], NodeOp::Kind::put, {{rank, 1}});
+  add_node_op(s.rounds[0], NodeOp::Kind::signal, {{rank, 1}});
   std::vector<BlockSpan> own_node;
   for (int r : mine)
     if (r != rank) append_runs(own_node, std::vector<int>{r}, 0, 1);
+  add_node_op(s.rounds[1], NodeOp::Kind::wait, own_node);
   add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(own_node));
   if (local < L) {
+    std::vector<BlockSpan> received;  // into the segment, signalled in the last round of receives
+    std::size_t last = 0;
     const Schedule between = planner_for(inter.id).plan({nnodes, node, inter.radix});
     for (std::size_t k = 0; k < between.rounds.size(); ++k) {
       Round& round = s.rounds[1 + k];
@@ -145,15 +157,22 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
             for (int j = span.first; j < span.first + span.count; ++j)
               append_slice(blocks, nodes, j, local, L);
           const int peer = nodes.members[static_cast<std::size_t>(t.peer)][static_cast<std::size_t>(local)];
-          if (pass == 0) add_send(round, peer, std::move(blocks), Place::segment);
-          else add_recv(round, peer, std::move(blocks), Place::segment);
+          if (pass == 0) {
+            add_send(round, peer, std::move(blocks), Place::segment);
+          } else {
+            received.insert(received.end(), blocks.begin(), blocks.end());
+            if (!blocks.empty()) last = 1 + k;
+            add_recv(round, peer, std::move(blocks), Place::segment);
+          }
         }
       }
     }
+    if (last > 0) add_node_op(s.rounds[last], NodeOp::Kind::signal, std::move(received));
   }
   std::vector<BlockSpan> remote;
   for (int r = 0; r < n; ++r)
     if (nodes.node_of[static_cast<std::size_t>(r)] != node) append_runs(remote, std::vector<int>{r}, 0, 1);
+  add_node_op(s.rounds[I + 1], NodeOp::Kind::wait, remote);
   add_node_op(s.rounds[I + 1], NodeOp::Kind::get, std::move(remote));
   add_own_copy(s);
   return s;
