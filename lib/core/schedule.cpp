@@ -62,6 +62,41 @@ bool paired(const Round& round, const NodeOp& op, NodeOp::Kind k) {
   return false;
 }
 
+bool flags_with_copies(const Schedule& s) {
+  using K = NodeOp::Kind;
+  for (const Round& r : s.rounds)
+    for (const NodeOp& op : r.node) {
+      const K partner = op.kind == K::put ? K::signal : op.kind == K::signal ? K::put
+                        : op.kind == K::get ? K::wait : K::get;
+      if (!paired(r, op, partner)) return false;
+    }
+  return true;
+}
+
+Schedule split_flags(const Schedule& s) {
+  Schedule out{s.nranks, s.rank, {}};
+  out.rounds.resize(4 * s.rounds.size());
+  for (std::size_t k = 0; k < s.rounds.size(); ++k) {
+    const Round& r = s.rounds[k];
+    Round& messages = out.rounds[4 * k];
+    messages.sends = r.sends;
+    messages.recvs = r.recvs;
+    messages.copies = r.copies;
+    messages.device = r.device;
+    bool segment_sends = false;
+    for (const Transfer& t : r.sends) segment_sends = segment_sends || t.place == Place::segment;
+    for (const NodeOp& op : r.node) {
+      switch (op.kind) {
+        case NodeOp::Kind::put: messages.node.push_back(op); break;
+        case NodeOp::Kind::signal: out.rounds[4 * k + 1].node.push_back(op); break;
+        case NodeOp::Kind::wait: (segment_sends ? messages : out.rounds[4 * k + 2]).node.push_back(op); break;
+        case NodeOp::Kind::get: out.rounds[4 * k + 3].node.push_back(op); break;
+      }
+    }
+  }
+  return out;
+}
+
 const char* node_op_name(NodeOp::Kind k) {
   switch (k) {
     case NodeOp::Kind::put: return "put";

@@ -161,6 +161,19 @@ Schedule stage_on_device(const Schedule& host);
 /// that a put of its round makes, a wait that a get of its round covers (NodeOp).
 bool paired(const Round& round, const NodeOp& op, NodeOp::Kind k);
 
+/// Whether every flag of `s` goes with a copy of its round: each put signalled in its
+/// round and each signal a put's, each get waited for in its round and each wait a
+/// get's (what the node planners plan; lib/hier's flag lines and single copy serve
+/// only such schedules, since they raise and check a flag with the copy).
+bool flags_with_copies(const Schedule& s);
+
+/// The same all-gather with every flag an operation of its own: round k of `s` becomes
+/// rounds 4k (its messages, puts, copies, and the waits its sends from the segment
+/// need), 4k+1 (its signals), 4k+2 (its other waits) and 4k+3 (its gets). Valid when
+/// `s` is, on every rank alike (AGX_TEST_SPLIT_FLAGS: the engine's signals and waits
+/// without a copy of their round, on a real segment).
+Schedule split_flags(const Schedule& s);
+
 /// A node operation's name, as describe() and the validator write it.
 const char* node_op_name(NodeOp::Kind k);
 

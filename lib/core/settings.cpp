@@ -107,6 +107,7 @@ void read_core(Reader& r, CoreSettings& c) {
     c.flip = parse_flip(f);
     if (!c.flip) r.invalid("AGX_TEST_FLIP", f, "is not <rank>:<round>");
   }
+  if (const char* f = r.text("AGX_TEST_SPLIT_FLAGS", false)) c.split_flags = std::string(f) == "1";
   if (const char* f = r.text("AGX_TEST_CORRUPT_BLOCK")) {
     c.corrupt = parse_corrupt(f);
     if (!c.corrupt) r.invalid("AGX_TEST_CORRUPT_BLOCK", f, "is not <rank>:<flip|lie|truncate|huge>");

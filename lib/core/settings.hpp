@@ -71,6 +71,8 @@ struct CoreSettings {
   bool integrity = false;
   /// AGX_TEST_FLIP: flip one bit of a received block (test seam, integrity.hpp).
   std::optional<FlipSeam> flip;
+  /// AGX_TEST_SPLIT_FLAGS=1: node schedules run split_flags'd (test seam, schedule.hpp).
+  bool split_flags = false;
   /// AGX_TEST_CORRUPT_BLOCK: damage one rank's encoded block (test seam).
   std::optional<CorruptSeam> corrupt;
   /// AGX_DESCRIPTOR_CACHE: compiled schedules kept per communicator (descriptors.hpp),

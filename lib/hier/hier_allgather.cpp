@@ -137,7 +137,9 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   // else staged through the segment.
   NodeCopies copies = NodeCopies::staged;
   LargeCopies large;
-  if (largest <= InlineBlock::capacity) {
+  if (!node_plan(h, a, total).flags_with_copies) {  // flags of their own: staged
+    ++h.staged_calls;
+  } else if (largest <= InlineBlock::capacity) {
     ++h.inline_calls;
     if (pieces == nullptr && timeout_seconds() <= 0) {
       run_flag_lines(h, node_plan(h, a, total).schedule, buffers, layout);

@@ -256,6 +256,7 @@ class HierContext final : public NodeState {
     NodePlan(const NodePlan&) = delete;
     NodePlan& operator=(const NodePlan&) = delete;
     Schedule schedule;
+    bool flags_with_copies = true;  ///< of the schedule (core/schedule.hpp): flag lines may run it
     std::unique_ptr<Execution> blocking;
     NodeCallPool calls;
   };

@@ -312,7 +312,9 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
     shape.total_bytes = total;
     shape.inter = inter;
     Schedule schedule = plan_node_algorithm(a, shape, t.rank);
+    if (config().split_flags) schedule = split_flags(schedule);  // (test seam)
     it = h.node_schedules.try_emplace(key).first;
+    it->second.flags_with_copies = flags_with_copies(schedule);
     it->second.schedule = std::move(schedule);
   }
   h.last_plan = &it->second;

@@ -148,6 +148,10 @@ TEST_CASE("hierarchical: valid for equal, unequal and round-robin placements, 1-
           INFO("N = " << n << ", placement " << shape_kind << ", " << leaders << " leaders, inter "
                       << to_string(inter));
           CHECK(check(Algorithm::hierarchical, shape) == "");
+          // Every flag an operation of its own (split_flags, AGX_TEST_SPLIT_FLAGS): still valid.
+          std::vector<Schedule> all = plan_all(Algorithm::hierarchical, shape);
+          for (Schedule& x : all) x = split_flags(x);
+          CHECK(validate(all, shape.node_of) == "");
         }
       }
     }
@@ -283,6 +287,11 @@ TEST_CASE("shared_memory in text: put and signal, then wait and get", "[node]") 
   // A wait in the round of the signal it waits for is refused: signals count from the
   // next round (so every wait is for an earlier round, and no schedule that passes
   // can deadlock).
+  CHECK(describe(split_flags(plan_node_algorithm(Algorithm::shared_memory, shape_of(std::vector<int>(3, 0)), 1))) ==
+        "round 0: put([1,2)) copy([1,2))\nround 1: signal([1,2))\nround 2:\nround 3:\n"
+        "round 4:\nround 5:\nround 6: wait([0,1) [2,3))\nround 7: get([0,1) [2,3))\n");
+  CHECK(flags_with_copies(plan_node_algorithm(Algorithm::shared_memory, shape_of(std::vector<int>(3, 0)), 1)));
+  CHECK_FALSE(flags_with_copies(split_flags(plan_node_algorithm(Algorithm::shared_memory, shape_of(std::vector<int>(3, 0)), 1))));
   std::vector<Schedule> s;
   for (int r = 0; r < 3; ++r) s.push_back(plan_node_algorithm(Algorithm::shared_memory, shape_of(std::vector<int>(3, 0)), r));
   s[0].rounds[0].node.push_back({NodeOp::Kind::wait, {{1, 1}}});
