@@ -84,9 +84,18 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
   // round's, so that a rebound execution (rebind) never allocates for them.
   std::size_t sends = 0;
   bool messages = false;
+  using K = NodeOp::Kind;
   for (const Round& round : schedule_.rounds) {
     sends = std::max(sends, round.sends.size());
     messages = messages || !round.sends.empty() || !round.recvs.empty();
+    // Which flags go with a copy of their round (a signal with a put, a wait with a get),
+    // found once: the rounds ask per op (put_round, signal_round, gets_done).
+    node_at_.push_back(alone_.size());
+    for (const NodeOp& op : round.node) {
+      const K partner = op.kind == K::put ? K::signal : op.kind == K::signal ? K::put
+                        : op.kind == K::get ? K::wait : K::get;
+      alone_.push_back(paired(round, op, partner) ? 0 : 1);
+    }
   }
   deferred_.reserve(sends);
   message_free_ = !messages;
@@ -235,13 +244,15 @@ void Execution::abandon() noexcept {
 }
 
 void Execution::put_round(const Round& round) {
-  for (const NodeOp& op : round.node)
-    if (op.kind == NodeOp::Kind::put) node_->put(op, buffers_, layout_, paired(round, op, NodeOp::Kind::signal));
+  const char* alone = alone_.data() + node_at_[round_];
+  for (std::size_t i = 0; i < round.node.size(); ++i)
+    if (round.node[i].kind == NodeOp::Kind::put) node_->put(round.node[i], buffers_, layout_, !alone[i]);
 }
 
 void Execution::signal_round(const Round& round) {
-  for (const NodeOp& op : round.node)
-    if (op.kind == NodeOp::Kind::signal && !paired(round, op, NodeOp::Kind::put)) node_->signal(op);
+  const char* alone = alone_.data() + node_at_[round_];
+  for (std::size_t i = 0; i < round.node.size(); ++i)
+    if (round.node[i].kind == NodeOp::Kind::signal && alone[i]) node_->signal(round.node[i]);
 }
 
 void Execution::start() {
@@ -399,13 +410,12 @@ bool Execution::test_local() {
 
 // The round's gets and the waits no get covers (core/schedule.hpp, NodeOp).
 bool Execution::gets_done() {
-  const Round& round = schedule_.rounds[round_];
-  const auto& ops = round.node;
+  const auto& ops = schedule_.rounds[round_].node;
+  const char* alone = alone_.data() + node_at_[round_];
   bool all = true;
   for (std::size_t i = 0, g = 0; i < ops.size(); ++i) {
     if (ops[i].kind == NodeOp::Kind::get) all = node_->try_get(ops[i], cursors_[g++], buffers_, layout_) && all;
-    else if (ops[i].kind == NodeOp::Kind::wait && !paired(round, ops[i], NodeOp::Kind::get))
-      all = node_->try_wait(ops[i]) && all;
+    else if (ops[i].kind == NodeOp::Kind::wait && alone[i]) all = node_->try_wait(ops[i]) && all;
   }
   return all;
 }

@@ -226,6 +226,8 @@ class Execution {
   bool local_ = false;         // this start runs on the message-free lane
   const BlockPieces* pieces_ = nullptr;  // use_block_pieces
   DeviceCopies* device_ = nullptr;       // use_device
+  std::vector<char> alone_;              // node: per node op, a flag without a copy of its round
+  std::vector<std::size_t> node_at_;     // node: round k's first entry of alone_
   std::vector<char> to_device_;          // the current round's to_device blocks (use_device)
   std::vector<std::size_t> recv_begin_;  // device copies: where each receive starts in its transfer
   std::size_t piece_at_ = 0;    // device copies: where the next piece starts in its transfer's data

@@ -156,16 +156,12 @@ void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, c
   for (const Round& round : s.rounds) {
     // As the engine runs a round: puts, then the local copies, then the gets.
     // A put raises its line as it writes it (its signal), a get reads a line once it
-    // shows the call (its wait): other signals and waits are not the flag lines'.
+    // shows the call (its wait): the caller runs only schedules whose flags go with
+    // their copies so (flags_with_copies, NodePlan).
     for (const NodeOp& op : round.node)
       if (op.kind == NodeOp::Kind::put) {
         own_only(op, me, "the flag-line copies");
-        if (!paired(round, op, NodeOp::Kind::signal)) OneNodeCopies::unpaired("put without its signal");
         put_line(h, gen, own_source(buffers, layout, me), nullptr, layout.bytes(me));
-      } else if (op.kind == NodeOp::Kind::signal && !paired(round, op, NodeOp::Kind::put)) {
-        OneNodeCopies::unpaired("signal");
-      } else if (op.kind == NodeOp::Kind::wait && !paired(round, op, NodeOp::Kind::get)) {
-        OneNodeCopies::unpaired("wait");
       }
     make_copies(round, buffers, layout);
     for (const NodeOp& op : round.node) {

@@ -112,7 +112,7 @@ class SingleCopies final : public OneNodeCopies {
 };
 
 /// A blocking call whose every block fits a flag line, on one node, without AGX_TIMEOUT:
-/// the one-node schedule `s` (core/planners/node_planner.cpp: put the own block, then get every
+/// the one-node schedule `s` (its flags with its copies: flags_with_copies) (core/planners/node_planner.cpp: put the own block, then get every
 /// other) run straight from its node operations on this thread, with InlineCopies' lines,
 /// sequence words, checks and waits but none of the round engine's per-round state,
 /// which costs as much as the call itself here (docs/hierarchy.md, "Small calls on one
