@@ -172,7 +172,7 @@ class Execution {
   void put_round(const Round& round);     // node: the round's puts (and the signals they make)
   void signal_round(const Round& round);  // node: the round's other signals, at its end
   void issue_to_host(std::size_t round);  // device copies: the round's to_host operations
-  bool to_device(const Transfer& t) const;  // whether the round's to_device covers t  // device copies: the own-block bytes a send piece reads
+  bool to_device(const Transfer& t) const;  // whether the round's to_device covers t
   void abandon() noexcept;
   void use_compiled();      // start(): the cached descriptors and scratch, where they apply
   void swap_scratch();      // this execution's vectors <-> the compiled schedule's

@@ -106,6 +106,8 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
         if (d.level != Level::device)
           return where(k, r) + "marks a device copy " + level_name(d.level) + "-level";
         if (d.kind != DeviceCopy::Kind::to_host) continue;
+        if (k != 0)  // (its chunks are what a send and the own block's checksum wait for from the start)
+          return where(k, r) + "copies its own block to the host after round 0";
         for (int b : expand(d.blocks)) {
           if (b != r)
             return where(k, r) + "copies block " + std::to_string(b) +
@@ -252,10 +254,28 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
       signalled[j][b] = static_cast<long long>(k);
     }
     signals.clear();
-    // A to_device copies what the rank holds by the end of its round.
+    // A to_device copies the receives of its own round, each whole (the engine copies a
+    // receive on as it completes, when its round's to_device names all its blocks).
     for (int r = 0; r < n; ++r) {
-      if (k >= per_rank[r].rounds.size()) continue;
-      for (const DeviceCopy& d : per_rank[r].rounds[k].device) {
+      if (!staged[static_cast<std::size_t>(r)] || k >= per_rank[r].rounds.size()) continue;
+      const Round& round = per_rank[r].rounds[k];
+      std::vector<char> named(static_cast<std::size_t>(n), 0), arrived(static_cast<std::size_t>(n), 0);
+      for (const DeviceCopy& d : round.device)
+        if (d.kind == DeviceCopy::Kind::to_device)
+          for (int b : expand(d.blocks))
+            if (b >= 0 && b < n) named[static_cast<std::size_t>(b)] = 1;
+      for (const Transfer& t : round.recvs) {
+        const std::vector<int> blocks = expand(t.blocks);
+        int covered = 0;
+        for (int b : blocks) {
+          arrived[static_cast<std::size_t>(b)] = 1;
+          covered += named[static_cast<std::size_t>(b)];
+        }
+        if (covered != 0 && covered != static_cast<int>(blocks.size()))
+          return where(k, r) + "copies part of its receive from " + std::to_string(t.peer) +
+                 " to the device: a receive goes there whole";
+      }
+      for (const DeviceCopy& d : round.device) {
         if (d.kind != DeviceCopy::Kind::to_device) continue;
         for (int b : expand(d.blocks)) {
           if (b < 0 || b >= n || b == r)
@@ -263,6 +283,9 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
                    " to the device: only received blocks go there";
           if (!held[r][b])
             return where(k, r) + "copies block " + std::to_string(b) + " to the device before it holds it";
+          if (!arrived[static_cast<std::size_t>(b)])
+            return where(k, r) + "copies block " + std::to_string(b) +
+                   " to the device, which a receive of an earlier round brought";
           char& there = on_device[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)];
           if (there) return where(k, r) + "copies block " + std::to_string(b) + " to the device twice";
           there = 1;

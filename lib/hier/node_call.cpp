@@ -163,11 +163,21 @@ class StagedSegment final : public NodeSegment {
           continue;
         }
         if (b == t.rank) continue;
+        // As a get of it checks (copy_block): the owner on another path, or its size of
+        // the block not this rank's (the ranks disagree on the counts), ends the wait
+        // with the disagreement instead of a flag that never shows the planned size.
         const auto u = static_cast<std::size_t>(b);
-        const std::atomic<std::uint64_t>& flag = h_.slot(t.local_of[u]).progress;
-        if (const std::uint64_t v = flag.load(std::memory_order_acquire);
-            v < progress_mark(gen_, chunk_count(bytes_[u], chunk_)))
+        const int j = t.local_of[u];
+        const std::atomic<std::uint64_t>& flag = h_.slot(j).progress;
+        const std::uint64_t v = flag.load(std::memory_order_acquire);
+        if (v < progress_mark(gen_, 0)) {
+          if (++misses_ >= patience && other_path(h_, j, gen_))
+            return disagree(std::make_exception_ptr(another_path(h_, j, gen_, b)));
           return awaiting(flag, v);
+        }
+        if (std::exception_ptr e = block_disagreement(h_, j, gen_, b, bytes_[u], offsets_[u]))
+          return disagree(std::move(e));
+        if (v < progress_mark(gen_, chunk_count(bytes_[u], chunk_))) return awaiting(flag, v);
       }
     return true;
   }

@@ -115,6 +115,25 @@ TEST_CASE("the validator rejects broken staged schedules", "[validator]") {
     s[1].rounds[0].device.push_back({DeviceCopy::Kind::to_device, {{4, 1}}});  // block 4 reaches rank 1 last
     CHECK_THAT(validate(s), Catch::Contains("round 0, rank 1: copies block 4 to the device before it holds it"));
   }
+  SECTION("a block goes to the device in a later round than its receive") {
+    auto s = staged(Algorithm::ring, n);
+    auto& d = s[2].rounds[0].device;  // round 0: to_host and to_device of block 1
+    d.erase(d.end() - 1);
+    s[2].rounds[1].device.push_back({DeviceCopy::Kind::to_device, {{1, 1}}});
+    CHECK_THAT(validate(s), Catch::Contains("round 1, rank 2: copies block 1 to the device, which a receive of an earlier round brought"));
+  }
+  SECTION("part of a receive goes to the device") {
+    auto s = staged(Algorithm::bruck, 8);  // bruck's round 1 receives two blocks in one message
+    Round& r1 = s[0].rounds[1];
+    REQUIRE(block_count(r1.recvs[0].blocks) == 2);
+    r1.device.back().blocks = {{r1.recvs[0].blocks[0].first, 1}};
+    CHECK_THAT(validate(s), Catch::Contains("round 1, rank 0: copies part of its receive from"));
+  }
+  SECTION("the own block goes to the host after round 0") {
+    auto s = staged(Algorithm::ring, n);
+    s[3].rounds[1].device.push_back({DeviceCopy::Kind::to_host, {{3, 1}}});
+    CHECK_THAT(validate(s), Catch::Contains("copies its own block to the host after round 0"));
+  }
   SECTION("a block goes to the device twice") {
     auto s = staged(Algorithm::direct, n);
     s[0].rounds[0].device.push_back(s[0].rounds[0].device.back());
@@ -132,7 +151,7 @@ TEST_CASE("the validator rejects broken staged schedules", "[validator]") {
   }
   SECTION("a block other than the own one goes to the host") {
     auto s = staged(Algorithm::ring, n);
-    s[0].rounds[1].device.push_back({DeviceCopy::Kind::to_host, {{1, 1}}});
+    s[0].rounds[0].device.push_back({DeviceCopy::Kind::to_host, {{1, 1}}});
     CHECK_THAT(validate(s), Catch::Contains("copies block 1 to the host"));
   }
 }
