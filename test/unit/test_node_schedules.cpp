@@ -107,6 +107,11 @@ std::vector<Schedule> plan_all(Algorithm a, const NodeShape& shape) {
   return s;
 }
 
+// Removes the operations of kind k from a round's node operations.
+void drop(std::vector<NodeOp>& ops, NodeOp::Kind k) {
+  ops.erase(std::remove_if(ops.begin(), ops.end(), [k](const NodeOp& o) { return o.kind == k; }), ops.end());
+}
+
 std::string check(Algorithm a, const NodeShape& shape) {
   return validate(plan_all(a, shape), shape.node_of);
 }
@@ -319,24 +324,18 @@ TEST_CASE("node validator: broken node schedules are rejected", "[node]") {
   // Flags (core/schedule.hpp, NodeOp): signal and wait are operations of their own.
   SECTION("a put never signalled: the waits for it find no signal") {
     auto s = good;
-    auto& ops = s[1].rounds[0].node;
-    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const NodeOp& o) { return o.kind == NodeOp::Kind::signal; }),
-              ops.end());
+    drop(s[1].rounds[0].node, NodeOp::Kind::signal);
     CHECK_THAT(validate(s, shape.node_of),
                Catch::Contains("waits for block 1, which no rank of its node signalled in an earlier round"));
   }
   SECTION("a get without its wait") {
     auto s = good;
-    auto& ops = s[2].rounds[1].node;
-    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const NodeOp& o) { return o.kind == NodeOp::Kind::wait; }),
-              ops.end());
+    drop(s[2].rounds[1].node, NodeOp::Kind::wait);
     CHECK_THAT(validate(s, shape.node_of), Catch::Contains("round 1, rank 2: gets block 0 without waiting for its flag"));
   }
   SECTION("a leader's send from the segment of a block another rank put, without its wait") {
     auto s = good;  // leader 0 of node 0 (ranks 0-3, 2 leaders) sends slice 0: blocks 0 and 1
-    auto& ops = s[0].rounds[1].node;
-    ops.erase(std::remove_if(ops.begin(), ops.end(), [](const NodeOp& o) { return o.kind == NodeOp::Kind::wait; }),
-              ops.end());
+    drop(s[0].rounds[1].node, NodeOp::Kind::wait);
     CHECK_THAT(validate(s, shape.node_of),
                Catch::Contains("round 1, rank 0: sends block 1 from the segment without waiting for its flag"));
   }
