@@ -84,18 +84,13 @@ Execution::Execution(const Schedule& schedule, const Buffers& buffers, const Lay
   // round's, so that a rebound execution (rebind) never allocates for them.
   std::size_t sends = 0;
   bool messages = false;
-  using K = NodeOp::Kind;
   for (const Round& round : schedule_.rounds) {
     sends = std::max(sends, round.sends.size());
     messages = messages || !round.sends.empty() || !round.recvs.empty();
     // Which flags go with a copy of their round (a signal with a put, a wait with a get),
     // found once: the rounds ask per op (put_round, signal_round, gets_done).
     node_at_.push_back(alone_.size());
-    for (const NodeOp& op : round.node) {
-      const K partner = op.kind == K::put ? K::signal : op.kind == K::signal ? K::put
-                        : op.kind == K::get ? K::wait : K::get;
-      alone_.push_back(paired(round, op, partner) ? 0 : 1);
-    }
+    for (const NodeOp& op : round.node) alone_.push_back(paired(round, op) ? 0 : 1);
   }
   deferred_.reserve(sends);
   message_free_ = !messages;
@@ -582,14 +577,9 @@ void Execution::post_round() {
   if (checksums) round_checks_->pack(round_);
   segment_recvs_ = false;
   statuses_checked_ = false;
-  if (device_ != nullptr) {  // the round's device copies: to_host now, to_device as receives complete
-    if (round_ != 0) issue_to_host(round_);  // (round 0's: start())
-    to_device_.assign(static_cast<std::size_t>(layout_.nranks()), 0);
-    for (const DeviceCopy& d : round.device)
-      if (d.kind == DeviceCopy::Kind::to_device)
-        for (const BlockSpan& b : d.blocks)
-          for (int k = b.first; k < b.first + b.count; ++k) to_device_[static_cast<std::size_t>(k)] = 1;
-  }
+  // The round's device copies: to_host now (round 0's: start()), to_device as its
+  // receives complete (poll()).
+  if (device_ != nullptr && round_ != 0) issue_to_host(round_);
   // A persistent execution starts the round's requests, unless a block it forwards
   // came with the wrong size (mark_suspect): then the round is posted per call.
   if (!stored_.empty() && suspect_.empty()) start_stored();
@@ -754,10 +744,17 @@ void Execution::issue_to_host(std::size_t round) {
     if (d.kind == DeviceCopy::Kind::to_host) device_->own_to_host();  // (the own block: validator)
 }
 
+// Every span of t inside a span of one of the round's to_device copies (the validator
+// admits only whole receives of the round).
 bool Execution::to_device(const Transfer& t) const {
-  for (const BlockSpan& b : t.blocks)
-    for (int k = b.first; k < b.first + b.count; ++k)
-      if (to_device_[static_cast<std::size_t>(k)] == 0) return false;
+  for (const BlockSpan& b : t.blocks) {
+    bool inside = false;
+    for (const DeviceCopy& d : schedule_.rounds[round_].device)
+      if (d.kind == DeviceCopy::Kind::to_device)
+        for (const BlockSpan& c : d.blocks)
+          inside = inside || (c.first <= b.first && b.first + b.count <= c.first + c.count);
+    if (!inside) return false;
+  }
   return true;
 }
 

@@ -228,7 +228,6 @@ class Execution {
   DeviceCopies* device_ = nullptr;       // use_device
   std::vector<char> alone_;              // node: per node op, a flag without a copy of its round
   std::vector<std::size_t> node_at_;     // node: round k's first entry of alone_
-  std::vector<char> to_device_;          // the current round's to_device blocks (use_device)
   std::vector<std::size_t> recv_begin_;  // device copies: where each receive starts in its transfer
   std::size_t piece_at_ = 0;    // device copies: where the next piece starts in its transfer's data
   std::size_t own_before_ = 0;  // device copies: transfer bytes before the own block (none: npos)

@@ -56,20 +56,19 @@ const char* level_name(Level l) {
   return "?";
 }
 
-bool paired(const Round& round, const NodeOp& op, NodeOp::Kind k) {
+bool paired(const Round& round, const NodeOp& op) {
+  using K = NodeOp::Kind;
+  const K partner = op.kind == K::put ? K::signal : op.kind == K::signal ? K::put
+                    : op.kind == K::get ? K::wait : K::get;
   for (const NodeOp& o : round.node)
-    if (o.kind == k && o.blocks == op.blocks) return true;
+    if (o.kind == partner && o.blocks == op.blocks) return true;
   return false;
 }
 
 bool flags_with_copies(const Schedule& s) {
-  using K = NodeOp::Kind;
   for (const Round& r : s.rounds)
-    for (const NodeOp& op : r.node) {
-      const K partner = op.kind == K::put ? K::signal : op.kind == K::signal ? K::put
-                        : op.kind == K::get ? K::wait : K::get;
-      if (!paired(r, op, partner)) return false;
-    }
+    for (const NodeOp& op : r.node)
+      if (!paired(r, op)) return false;
   return true;
 }
 

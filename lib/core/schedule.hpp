@@ -157,9 +157,9 @@ void place_levels(Schedule& s, const std::vector<int>& node_of);
 /// transfers: node schedules on device buffers run on a whole mirror, docs/gpu.md).
 Schedule stage_on_device(const Schedule& host);
 
-/// Whether `round` has a node operation of kind `k` on exactly `op`'s blocks: a signal
-/// that a put of its round makes, a wait that a get of its round covers (NodeOp).
-bool paired(const Round& round, const NodeOp& op, NodeOp::Kind k);
+/// Whether `op` has its partner in `round`, on exactly its blocks: a put and the signal
+/// it makes, a get and the wait it covers (NodeOp).
+bool paired(const Round& round, const NodeOp& op);
 
 /// Whether every flag of `s` goes with a copy of its round: each put signalled in its
 /// round and each signal a put's, each get waited for in its round and each wait a

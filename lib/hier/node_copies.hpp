@@ -68,7 +68,7 @@ class OneNodeCopies : public NodeSegment {
   /// wait is an internal error (hier_allgather.cpp gives other schedules staged copies).
   void signal(const NodeOp&) override { unpaired("signal"); }
   bool try_wait(const NodeOp&) override { return unpaired("wait"); }
-  [[noreturn]] static bool unpaired(const char* what);  // (run_flag_lines too)
+  [[noreturn]] static bool unpaired(const char* what);
 
  protected:
   /// A put not signalled in its round: unpaired("put without its signal").
