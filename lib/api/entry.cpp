@@ -137,7 +137,9 @@ struct LastCall {
            deletions == CommContext::deletions();
   }
 };
-thread_local LastCall last_call;
+// (initial-exec: no __tls_get_addr per call; libagx is loaded with the program or its
+// MPI module, and these few bytes fit the static TLS surplus a later dlopen leaves)
+[[gnu::tls_model("initial-exec")]] thread_local LastCall last_call;
 
 template <class Op>
 detail::OperationPtr make(CommContext& ctx, const CallChoice& c, const Buffers& buffers,

@@ -66,10 +66,14 @@ inline void copy_own_block(const Buffers& b, const Layout& l, int rank) {
 }
 
 /// A round's copy operations (core/schedule.hpp; the validator admits only the own
-/// block's): the round engine and the flag-line path make them the same way.
+/// block's), as the round engine makes them.
 inline void make_copies(const Round& round, const Buffers& b, const Layout& l) {
   for (const Copy& c : round.copies) {
     if (c.level == Level::device) continue;  // a staged schedule's: the device makes it
+    if (c.blocks.size() == 1 && c.blocks[0].count == 1) {  // (the usual one: the own block)
+      copy_own_block(b, l, c.blocks[0].first);
+      continue;
+    }
     for (const BlockSpan& span : c.blocks)
       for (int block = span.first; block < span.first + span.count; ++block) copy_own_block(b, l, block);
   }

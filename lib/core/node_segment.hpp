@@ -75,6 +75,8 @@ class NodeSegment {
   /// receive buffer keeps what it held) and the schedule went on, so that no rank is left
   /// waiting for this one; the engine throws it once every round is done.
   std::exception_ptr disagreement() const { return disagreement_; }
+  /// Whether there is one (no copy of it: a blocking call asks after every call).
+  bool disagreed() const { return static_cast<bool>(disagreement_); }
   /// How many copies (or readers' flags) this call's gets and finished() have seen so
   /// far: AGX_TIMEOUT's clock restarts when it moves.
   std::uint64_t steps() const { return steps_; }

@@ -125,26 +125,21 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
       direct_write(h, buffers, layout))  // direct_write.hpp
     return;
   h.wait_style_for(mean);
+  HierContext::NodePlan& plan = node_plan(h, a, total);
   if (t.nnodes > 1) {  // across nodes: the planner's schedule on the round engine
     ++h.staged_calls;
-    run_node_schedule(ctx, a, buffers, layout, total, pieces);
+    run_node_schedule(ctx, a, plan, buffers, layout, pieces);
     return;
   }
   // One node: the same schedule, with the copies that suit the blocks (node_copies.hpp):
-  // in the flag lines when every block fits one (run straight from the schedule's node
-  // operations, run_flag_lines, unless the blocks are pieces or AGX_TIMEOUT's clock
-  // wants the engine's polls), by single copy where the kernel's copy beats staging,
-  // else staged through the segment.
+  // in the flag lines when every block fits one, by single copy where the kernel's copy
+  // beats staging, else staged through the segment.
   NodeCopies copies = NodeCopies::staged;
   LargeCopies large;
-  if (!node_plan(h, a, total).flags_with_copies) {  // flags of their own: staged
+  if (!plan.flags_with_copies) {  // flags of their own: staged
     ++h.staged_calls;
   } else if (largest <= InlineBlock::capacity) {
     ++h.inline_calls;
-    if (pieces == nullptr && timeout_seconds() <= 0) {
-      run_flag_lines(h, node_plan(h, a, total).schedule, buffers, layout);
-      return;
-    }
     copies = NodeCopies::flag_lines;
   } else if (pieces == nullptr && (large = choose_large_copies(h, mean)).single_copy) {
     copies = NodeCopies::single_copy;  // copy_choice.hpp: measured, or AGX_CMA_MIN_BYTES
@@ -153,7 +148,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     ++h.staged_calls;
   }
   const double t0 = large.trial_class >= 0 ? MPI_Wtime() : 0.0;
-  run_node_schedule(ctx, a, buffers, layout, total, pieces, copies);
+  run_node_schedule(ctx, a, plan, buffers, layout, pieces, copies);
   if (large.trial_class >= 0) record_trial(h, large, MPI_Wtime() - t0);
 }
 

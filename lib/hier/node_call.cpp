@@ -29,6 +29,7 @@
 #include "core/copy.hpp"
 #include "core/executor.hpp"
 #include "core/integrity.hpp"
+#include "core/local_rounds.hpp"
 #include "core/planner.hpp"
 #include "core/timeout.hpp"
 #include "hier/hier_context.hpp"
@@ -310,6 +311,9 @@ class StagedSegment final : public NodeSegment {
 // The schedule of one call shape, planned once per communicator.
 HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total) {
   const Topology& t = h.topo;
+  if (t.nnodes == 1 && h.last_plan != nullptr && h.last_plan_key.first == a &&
+      h.last_plan_key.second == AlgorithmChoice{})  // one node: the total plays no part
+    return *h.last_plan;
   std::optional<AlgorithmChoice> inter;
   if (t.nnodes > 1) inter = inter_algorithm(t.nnodes, total);
   const auto key = std::make_pair(a, inter.value_or(AlgorithmChoice{}));
@@ -334,27 +338,11 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
 
 namespace {
 
-void run_rounds(HierContext& h, Execution& e, NodeSegment& node) {
+void run_rounds(HierContext& h, Execution& e) {
   e.start();
   // The execution reports a stall itself (AGX_TIMEOUT); this wait paces the polls (spin,
-  // then yield or, on an oversubscribed node, sleep on the node's futex). On one node,
-  // where no message needs the engine's progress, it polls the engine again once the
-  // flag word the last poll waited for has moved, or after 64 looks at it (a peer on
-  // another path never moves it: the poll finds that out): one load per spin (not under
-  // AGX_TIMEOUT, whose clock the engine's polls keep).
-  const bool watch = h.topo.nnodes == 1 && timeout_seconds() <= 0;
-  int looks = 0;
-  wait_advancing(
-      h,
-      [&] {
-        if (watch && ++looks < 64) {
-          const NodeSegment::Awaited a = node.awaited();
-          if (a.word != nullptr && a.word->load(std::memory_order_acquire) == a.seen) return false;
-        }
-        looks = 0;
-        return e.test();
-      },
-      [](double) {});
+  // then yield or, on an oversubscribed node, sleep on the node's futex).
+  wait_advancing(h, [&] { return e.test(); }, [](double) {});
 }
 
 // The plan's execution goes back to it only after a clean run: a failed one (or a failed
@@ -374,7 +362,7 @@ void run_blocking(HierContext& h, CommContext& ctx, Algorithm a, HierContext::No
   }
   h.rounds_done_with_error = false;
   try {
-    run_rounds(h, *e, node);
+    run_rounds(h, *e);
   } catch (const Error& error) {
     // Every round done, the error thrown at the end (the ranks disagree on the counts):
     // hier::run's end-to-end check may still run (no rank waits for this one's).
@@ -384,22 +372,45 @@ void run_blocking(HierContext& h, CommContext& ctx, Algorithm a, HierContext::No
   plan.blocking = std::move(e);
 }
 
+// A blocking call on one node: the engine's blocking lane for schedules without messages
+// (core/local_rounds.hpp) on `node`'s own type, unless AGX_TIMEOUT's clock wants the
+// polled lane (run_blocking), whose stall reports name the round and what each get
+// waits for. Takes the call's tag as run_blocking does, so that the ranks' tags stay in
+// step whichever lane or copies a call took.
+template <class Segment>
+void run_one_node(HierContext& h, CommContext& ctx, Algorithm a, HierContext::NodePlan& plan,
+                  const Buffers& buffers, const Layout& layout, Segment& node) {
+  if (timeout_seconds() > 0) {
+    run_blocking(h, ctx, a, plan, buffers, layout, node);
+    return;
+  }
+  (void)ctx.next_tag();
+  h.rounds_done_with_error = false;
+  if (run_local_rounds(plan.schedule, plan.flags_with_copies, node, buffers, layout,
+                       [&h](auto&& ready) { wait_advancing(h, ready, [](double) {}); })) {
+    // Every round done: hier::run's end-to-end check may still run (no rank waits for
+    // this one's).
+    h.rounds_done_with_error = true;
+    std::rethrow_exception(node.disagreement());
+  }
+}
+
 }  // namespace
 
-void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                       const Layout& layout, std::size_t total, const BlockPieces* pieces,
+void run_node_schedule(CommContext& ctx, Algorithm a, HierContext::NodePlan& plan,
+                       const Buffers& buffers, const Layout& layout, const BlockPieces* pieces,
                        NodeCopies copies) {
   HierContext& h = hier_context(ctx);
-  HierContext::NodePlan& plan = node_plan(h, a, total);
   const Schedule& schedule = plan.schedule;
+  const bool one_node = h.topo.nnodes == 1;
   if (copies == NodeCopies::flag_lines) {
     InlineCopies node(h, pieces);
-    run_blocking(h, ctx, a, plan, buffers, layout, node);
+    run_one_node(h, ctx, a, plan, buffers, layout, node);
     return;
   }
   if (copies == NodeCopies::single_copy) {
     SingleCopies node(h);
-    run_blocking(h, ctx, a, plan, buffers, layout, node);
+    run_one_node(h, ctx, a, plan, buffers, layout, node);
     return;
   }
   StagedSegment segment(h, schedule, layout, h.blocking_bytes, h.blocking_offsets, pieces, true);
@@ -409,7 +420,8 @@ void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
     ctx.next_tag();  // the call's tag, as a peer that got its region takes it (run_blocking)
     throw;
   }
-  run_blocking(h, ctx, a, plan, buffers, layout, segment);
+  if (one_node) run_one_node(h, ctx, a, plan, buffers, layout, segment);
+  else run_blocking(h, ctx, a, plan, buffers, layout, segment);
   h.mark_started(segment.gen() - 1);  // every local rank has put its block of this call
 }
 

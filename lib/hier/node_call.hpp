@@ -27,9 +27,9 @@ enum class NodeCopies { staged, flag_lines, single_copy };
 /// A blocking call of `a` through the node: the planner's schedule (core/planners/node_planner.cpp)
 /// run to completion by the round engine on this thread, with `copies` (staged: the
 /// blocking calls' region of the segment) and the blocking calls' wait style.
-/// `total` > 0.
-void run_node_schedule(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                       const Layout& layout, std::size_t total, const BlockPieces* pieces,
+/// `plan`: node_plan's for the call (its total > 0).
+void run_node_schedule(CommContext& ctx, Algorithm a, HierContext::NodePlan& plan,
+                       const Buffers& buffers, const Layout& layout, const BlockPieces* pieces,
                        NodeCopies copies = NodeCopies::staged);
 
 }  // namespace agx::hier

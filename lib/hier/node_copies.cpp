@@ -31,6 +31,7 @@ std::byte* recv_at(const Buffers& b, const Layout& l, int rank) {
 
 // A one-node schedule puts only the rank's own block (the validator proves it).
 void own_only(const NodeOp& op, int me, const char* copies) {
+  if (op.blocks.size() == 1 && op.blocks[0].first == me && op.blocks[0].count == 1) return;
   for (const BlockSpan& span : op.blocks)
     if (span.count > 0 && (span.first != me || span.count != 1))
       throw Error(MPI_ERR_INTERN, std::string("agx: ") + copies +
@@ -132,6 +133,8 @@ bool line_settled(const HierContext& h, int j, std::uint64_t gen, int& misses, s
 
 // The block of local rank j in its settled line (`seen`) into `dst` (or scattered into
 // `pieces` where not null): null, or the disagreement on the counts (nothing copied).
+// (The usual case, the line of this call with the expected size into a range, is
+// copied by InlineCopies::try_get itself.)
 std::exception_ptr get_line(const HierContext& h, int j, std::uint64_t gen, std::uint64_t seen,
                             int block, std::size_t bytes, std::byte* dst, const BlockPieces* pieces) {
   if ((seen >> bits) < gen) return std::make_exception_ptr(another_path(h, j, gen, block));
@@ -147,60 +150,6 @@ std::exception_ptr get_line(const HierContext& h, int j, std::uint64_t gen, std:
 }
 
 }  // namespace
-
-void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, const Layout& layout) {
-  const std::uint64_t gen = h.next_gen();
-  const int me = h.topo.rank;
-  std::exception_ptr disagreement;
-  int misses = 0;
-  for (const Round& round : s.rounds) {
-    // As the engine runs a round: puts, then the local copies, then the gets.
-    // A put raises its line as it writes it (its signal), a get reads a line once it
-    // shows the call (its wait): the caller runs only schedules whose flags go with
-    // their copies so (flags_with_copies, NodePlan).
-    for (const NodeOp& op : round.node)
-      if (op.kind == NodeOp::Kind::put) {
-        own_only(op, me, "the flag-line copies");
-        put_line(h, gen, own_source(buffers, layout, me), nullptr, layout.bytes(me));
-      }
-    make_copies(round, buffers, layout);
-    for (const NodeOp& op : round.node) {
-      if (op.kind != NodeOp::Kind::get) continue;
-      for (const BlockSpan& span : op.blocks)
-        for (int b = span.first; b < span.first + span.count; ++b) {
-          const int j = h.topo.local_of[static_cast<std::size_t>(b)];
-          std::uint64_t seen = 0;
-          if (!line_settled(h, j, gen, misses, seen)) {
-            // One load of the sequence word per look; the whole settling test (which
-            // counts a miss, and after `patience` of them reads the owner's progress
-            // line) every 64 looks, as the engine's polls go (node_call.cpp, run_rounds).
-            // Once settled it stays settled (the waits may look again after a true).
-            const std::atomic<std::uint64_t>& word = h.slot(j).inline_data[gen & 1].seq;
-            int looks = 0;
-            bool settled = false;
-            wait_advancing(h, [&] {
-              if (settled) return true;
-              seen = word.load(std::memory_order_acquire);
-              if ((seen >> bits) >= gen) return settled = true;
-              if (++looks < 64) return false;
-              looks = 0;
-              return settled = line_settled(h, j, gen, misses, seen);
-            }, [](double) {});
-          }
-          std::exception_ptr e = get_line(h, j, gen, seen, b, layout.bytes(b), recv_at(buffers, layout, b), nullptr);
-          if (e && !disagreement) disagreement = std::move(e);
-        }
-    }
-  }
-  // Every local rank has started this call, so none reads the other parity's lines any
-  // more: the next call may write them (InlineCopies::finish).
-  h.mark_started(gen - 1);
-  h.finish_call(gen);
-  if (disagreement) {
-    h.rounds_done_with_error = true;
-    std::rethrow_exception(disagreement);
-  }
-}
 
 bool OneNodeCopies::unpaired(const char* what) {
   throw Error(MPI_ERR_INTERN, std::string("agx: the flag-line and single copies raise a block's flag as they "
@@ -223,9 +172,13 @@ bool InlineCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
     std::uint64_t seen = 0;
     if (!line_settled(h_, j, gen_, misses_, seen))
       return awaiting(h_.slot(j).inline_data[gen_ & 1].seq, seen);
-    if (std::exception_ptr e = get_line(h_, j, gen_, seen, b, layout.bytes(b),
-                                        pieces_ != nullptr ? nullptr : recv_at(mine, layout, b), pieces_))
+    const std::size_t bytes = layout.bytes(b);
+    if (pieces_ == nullptr && (seen >> bits) >= gen_ && (seen & size_mask) == bytes) {
+      if (bytes > 0) copy_bytes(recv_at(mine, layout, b), h_.slot(j).inline_data[gen_ & 1].bytes, bytes);
+    } else if (std::exception_ptr e = get_line(h_, j, gen_, seen, b, bytes,
+                                               pieces_ != nullptr ? nullptr : recv_at(mine, layout, b), pieces_)) {
       return disagree(std::move(e));
+    }
     step();
     return true;
   });

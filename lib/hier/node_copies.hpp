@@ -111,15 +111,6 @@ class SingleCopies final : public OneNodeCopies {
   int readers_done_ = 0;  // local ranks whose done flag shows this call (finished())
 };
 
-/// A blocking call whose every block fits a flag line, on one node, without AGX_TIMEOUT:
-/// the one-node schedule `s` (its flags with its copies: flags_with_copies) (core/planners/node_planner.cpp: put the own block, then get every
-/// other) run straight from its node operations on this thread, with InlineCopies' lines,
-/// sequence words, checks and waits but none of the round engine's per-round state,
-/// which costs as much as the call itself here (docs/hierarchy.md, "Small calls on one
-/// node"). A disagreement on the counts skips the block, as on the engine, and is thrown
-/// once every block is done (h.rounds_done_with_error set: hier::run's check still runs).
-void run_flag_lines(HierContext& h, const Schedule& s, const Buffers& buffers, const Layout& layout);
-
 /// Calls f(block, chunks) for each block of `op` from cursor `c` on (chunks: the
 /// block's chunks copied so far, which f advances), moving c on as f returns true;
 /// false as soon as f does (the block is not all there yet).
