@@ -14,22 +14,22 @@ namespace {
 
 constexpr int trials_each = 3;
 
-int class_of(std::size_t mean) {
-  const int c = static_cast<int>(std::bit_width(mean)) - 17;  // 64 KiB -> 0
-  return std::clamp(c, 0, copy_classes - 1);
-}
-
 std::uint64_t nanoseconds(double seconds) {
   return static_cast<std::uint64_t>(std::min(seconds, 1e9) * 1e9);
 }
 
 }  // namespace
 
+int copy_class_of(std::size_t mean) {
+  const int c = static_cast<int>(std::bit_width(mean)) - 13;  // 4 KiB -> 0
+  return std::clamp(c, 0, copy_classes - 1);
+}
+
 LargeCopies choose_large_copies(HierContext& h, std::size_t mean) {
   if (!h.cma) return {};
   if (const auto& forced = settings().cma_min_bytes) return {mean >= *forced, -1};
   if (mean < trial_min_bytes) return {};
-  const int c = class_of(mean);
+  const int c = copy_class_of(mean);
   CopyTrials& t = h.copy_trials[static_cast<std::size_t>(c)];
   if (t.decided >= 0) return {t.decided == 1, -1};
   if (t.calls < 2 * trials_each) return {t.calls % 2 == 1, c};

@@ -8,7 +8,8 @@
 // memcpy was twice as fast as the kernel copy (staging's reader copies lines its peer has
 // just written, at the speed of moving them between cores). So agx times both on the
 // calls themselves, per size class (the power of two at or below the mean block, from
-// 64 KiB up):
+// 4 KiB, just above a flag line, up: on the Intel Xeon machine single copy took
+// 0.50-0.65x staging's time from 8 to 32 KiB, docs/results.md):
 //
 //   calls 1-6 of a class   alternate staged and single copy; each rank keeps its best
 //                          time of each
@@ -30,9 +31,12 @@ namespace agx::hier {
 
 class HierContext;
 
-/// Size classes with trials: class c holds mean blocks in [2^(16+c), 2^(17+c)).
+/// Size classes with trials: class c holds mean blocks in [2^(12+c), 2^(13+c)).
 inline constexpr int copy_classes = 32;
-inline constexpr std::size_t trial_min_bytes = std::size_t{64} * 1024;
+inline constexpr std::size_t trial_min_bytes = std::size_t{4} * 1024;
+
+/// The class of a mean block of `mean` >= trial_min_bytes bytes.
+int copy_class_of(std::size_t mean);
 
 /// What a rank keeps per size class (HierContext::copy_trials).
 struct CopyTrials {

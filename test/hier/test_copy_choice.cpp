@@ -1,8 +1,8 @@
 // MPI test of the choice between staged and single copy by timing the first calls of
 // each size class (lib/hier/copy_choice.hpp).
 //
-// On one communicator: 12 blocking shared_memory calls of each of 64 KiB, 256 KiB and
-// 1 MiB per rank, in turn (so the classes' trials interleave), each with new data that
+// On one communicator: 12 blocking shared_memory calls of each of 8 KiB, 16 KiB, 64 KiB,
+// 256 KiB and 1 MiB per rank, in turn (so the classes' trials interleave), each with new data that
 // is checked in full. Then every rank must have decided every class, and the same way
 // as every other rank (gathered with PMPI_Allgather), its staged and single-copy call
 // counts must add up to the calls made, and no call may have taken the other copies
@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const std::size_t sizes[] = {64 * 1024, 256 * 1024, 1024 * 1024};
+  const std::size_t sizes[] = {8 * 1024, 16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024};
+  constexpr std::size_t nsizes = std::size(sizes);
   const int calls = 12;
   agx::Allgather<unsigned char> g(MPI_COMM_WORLD, {agx::Algorithm::shared_memory});
   unsigned salt = 1;
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   // What this rank saw, per size: trial calls, the decision; then its call counts.
   std::vector<long> mine;
   for (const std::size_t m : sizes) {
-    const int c = static_cast<int>(std::bit_width(m)) - 17;
+    const int c = agx::hier::copy_class_of(m);
     const agx::hier::CopyTrials& t = h.copy_trials[static_cast<std::size_t>(c)];
     mine.push_back(t.calls);
     mine.push_back(t.decided);
@@ -84,8 +85,8 @@ int main(int argc, char** argv) {
     if (!std::equal(mine.begin(), mine.end(), all.begin() + static_cast<long>(r * mine.size())))
       fail(rank, "rank " + std::to_string(r) + " saw other trials, decisions or call counts than rank 0");
   const long made = calls * static_cast<long>(std::size(sizes));
-  if (n > 1 && mine[6] + mine[7] != made)
-    fail(rank, "staged " + std::to_string(mine[6]) + " + single copy " + std::to_string(mine[7]) +
+  if (n > 1 && mine[2 * nsizes] + mine[2 * nsizes + 1] != made)
+    fail(rank, "staged " + std::to_string(mine[2 * nsizes]) + " + single copy " + std::to_string(mine[2 * nsizes + 1]) +
                    " calls, not " + std::to_string(made));
   for (std::size_t s = 0; s < std::size(sizes) && n > 1; ++s) {
     const long trials = mine[2 * s], decided = mine[2 * s + 1];
@@ -94,12 +95,12 @@ int main(int argc, char** argv) {
     if (mode == "trials" && h.cma && (trials != 6 || decided < 0)) fail(rank, what + " (expected 6, decided)");
     if (mode != "trials" && (trials != 0 || decided != -1)) fail(rank, what + " (expected none)");
   }
-  if (mode == "staged" && n > 1 && mine[7] != 0) fail(rank, "single copy with AGX_CMA=0");
-  if (mode == "forced" && n > 1 && mine[6] != 0) fail(rank, "staged calls with AGX_CMA_MIN_BYTES=0");
+  if (mode == "staged" && n > 1 && mine[2 * nsizes + 1] != 0) fail(rank, "single copy with AGX_CMA=0");
+  if (mode == "forced" && n > 1 && mine[2 * nsizes] != 0) fail(rank, "staged calls with AGX_CMA_MIN_BYTES=0");
   if (rank == 0)
     std::printf("test_copy_choice %s N=%d: %s (single copy %s; staged %ld, single copy %ld calls)\n",
-                mode.c_str(), n, failures ? "FAIL" : "ok", h.cma ? "works" : "unavailable", mine[6],
-                mine[7]);
+                mode.c_str(), n, failures ? "FAIL" : "ok", h.cma ? "works" : "unavailable", mine[2 * nsizes],
+                mine[2 * nsizes + 1]);
   int worst = failures;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Finalize();
