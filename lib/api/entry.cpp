@@ -14,6 +14,7 @@
 #include "core/idle_pool.hpp"
 #include "core/nonblocking.hpp"
 #include "core/persistent.hpp"
+#include "core/tls.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -137,9 +138,8 @@ struct LastCall {
            deletions == CommContext::deletions();
   }
 };
-// (initial-exec: no __tls_get_addr per call; libagx is loaded with the program or its
-// MPI module, and these few bytes fit the static TLS surplus a later dlopen leaves)
-[[gnu::tls_model("initial-exec")]] thread_local LastCall last_call;
+// (AGX_FAST_TLS, core/tls.hpp: no __tls_get_addr per call)
+AGX_FAST_TLS thread_local LastCall last_call;
 
 template <class Op>
 detail::OperationPtr make(CommContext& ctx, const CallChoice& c, const Buffers& buffers,

@@ -5,6 +5,7 @@
 #include "core/mpi_check.hpp"
 #include "core/planner.hpp"
 #include "core/select.hpp"
+#include "core/tls.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -30,8 +31,8 @@ struct LastLookup {
   CommContext* ctx = nullptr;
   std::uint64_t stamp = ~std::uint64_t{0};
 };
-[[gnu::tls_model("initial-exec")]] thread_local LastLookup last;  // find(): stamp = deletions
-// (initial-exec, as api/entry.cpp's last call: no __tls_get_addr per call)
+AGX_FAST_TLS thread_local LastLookup last;  // find(): stamp = deletions
+// (AGX_FAST_TLS, core/tls.hpp: no __tls_get_addr per call)
 
 CommContext* remembered(MPI_Comm user_comm) {
   return last.comm == user_comm && last.stamp == deletions.load(std::memory_order_acquire)
@@ -47,7 +48,7 @@ void remember(MPI_Comm user_comm, CommContext* ctx) {
 // while the generation is unchanged.
 std::map<MPI_Comm, CommContext*> private_comms;
 std::atomic<std::uint64_t> private_generation{0};
-[[gnu::tls_model("initial-exec")]] thread_local LastLookup last_private;  // of_private(): stamp = private_generation
+AGX_FAST_TLS thread_local LastLookup last_private;  // of_private(): stamp = private_generation
 
 // Runs first thing in MPI_Finalize (attributes of MPI_COMM_SELF are deleted first):
 // releases the contexts of communicators the user never freed.

@@ -18,6 +18,7 @@
 #include "api/dispatch.hpp"
 #include "codec/encoded_call.hpp"
 #include "core/comm_context.hpp"
+#include "core/tls.hpp"
 #include "core/config.hpp"
 #include "core/mpi_check.hpp"
 #include "core/select.hpp"
@@ -351,7 +352,7 @@ int gather(const GatherCall& c) {
 // Set while this thread runs agx code. libagx itself calls MPI (lib/hier's topology
 // discovery calls MPI_Allgather, the executor MPI_Waitall): those calls go to MPI.
 // Initial-exec like the repeated path's shape (fast_call.cpp): a move, no call.
-[[gnu::tls_model("initial-exec")]] thread_local bool inside = false;
+AGX_FAST_TLS thread_local bool inside = false;
 
 bool mpi_running() {
   int initialized = 0, finalized = 0;

@@ -6,6 +6,7 @@
 
 #include "api/dispatch.hpp"
 #include "core/comm_context.hpp"
+#include "core/tls.hpp"
 #include "pmpi/call.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
@@ -35,7 +36,7 @@ struct Shape {
 // are reached with one move instead of a __tls_get_addr call each (measured: 7 such
 // calls, about 80 instructions, per repeated call). A library opened later with
 // dlopen takes them from glibc's static TLS reserve.
-[[gnu::tls_model("initial-exec")]] thread_local Shape last;
+AGX_FAST_TLS thread_local Shape last;
 
 }  // namespace
 

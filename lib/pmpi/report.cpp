@@ -2,6 +2,7 @@
 
 #include "pmpi/report.hpp"
 
+#include "core/tls.hpp"
 #include "pmpi/settings.hpp"
 
 #include <algorithm>
@@ -77,8 +78,8 @@ struct OwnTally {
 };
 Tally& own_tally() {
   // The tally itself is made at the thread's first count; the hot path reads only
-  // this pointer (initial-exec TLS, fast_call.cpp).
-  [[gnu::tls_model("initial-exec")]] thread_local Tally* mine = nullptr;
+  // this pointer (AGX_FAST_TLS, core/tls.hpp).
+  AGX_FAST_TLS thread_local Tally* mine = nullptr;
   if (mine == nullptr) {
     thread_local OwnTally own;
     mine = &own.tally;

@@ -31,7 +31,7 @@ sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/co
          lib/core/tuning.cpp lib/core/select.cpp lib/core/choose.cpp
          "${planners[@]}" lib/core/planners/node_planner.cpp
          tools/sim/baselines.cpp tools/sim/routes.cpp tools/sim/sim_node.cpp tools/sim/progress.cpp tools/sim/driver.cpp)
-flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections
+flags=(-std=c++20 -O2 -Wall -Wextra -ffunction-sections -fdata-sections -DAGX_DYNAMIC_TLS
        -I"$root/include" -I"$root/lib" -I"$root/tools" -I"$root/tools/sim")
 objs=()
 pids=()
