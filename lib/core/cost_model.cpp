@@ -170,6 +170,13 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   std::vector<std::array<Load, 2>> loads(plans.size());
   std::vector<std::size_t> copied(plans.size()), local(plans.size());
   std::vector<char> node_ops(plans.size());
+  // Ranks per node, counted on the first write (a write copies its blocks to every peer).
+  std::unordered_map<int, int> node_size;
+  const auto peers_of = [&](int r) {
+    if (node_size.empty())
+      for (int q = 0; q < n; ++q) ++node_size[placement.node_of(q)];
+    return static_cast<std::size_t>(node_size[placement.node_of(r)] - 1);
+  };
   std::vector<double> routed_done(plans.size());
   // Device copies (staged schedules): each rank's device clock, this round's to_device bytes.
   std::vector<double> device_clock(plans.size(), 0.0);
@@ -228,7 +235,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     }
     // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks);
     // bytes from group a to group b, when groups are modelled; per rank: its loads, the
-    // bytes of its puts and gets, of its local copies, whether it has node operations,
+    // bytes of its puts, gets and writes, of its local copies, whether it has node operations,
     // when its routed messages are done.
     nic_bytes.clear();
     group_bytes.clear();
@@ -298,9 +305,10 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       routed_done[i] = done;
       for (const NodeOp& op : round.node) {
         node_ops[i] = 1;  // (σ: the round's flag synchronization, signals and waits included)
-        if (op.kind != NodeOp::Kind::put && op.kind != NodeOp::Kind::get) continue;  // no bytes
+        if (op.kind == NodeOp::Kind::signal || op.kind == NodeOp::Kind::wait) continue;  // no bytes
+        const std::size_t copies = op.kind == NodeOp::Kind::write ? peers_of(r) : 1;  // (a write: to each peer)
         for (const BlockSpan& span : op.blocks)
-          for (int b = span.first; b < span.first + span.count; ++b) copied[i] += layout.bytes(b);
+          for (int b = span.first; b < span.first + span.count; ++b) copied[i] += copies * layout.bytes(b);
       }
       for (const DeviceCopy& d : round.device)
         for (const BlockSpan& span : d.blocks)
@@ -443,6 +451,7 @@ double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement
   for (int r = 0; r < placement.nranks(); ++r) shape.node_of[static_cast<std::size_t>(r)] = placement.node_of(r);
   shape.leaders = stage.leaders;
   shape.inter = stage.inter;
+  shape.direct_write = stage.direct_write;
   for (int b = 0; b < layout.nranks(); ++b) shape.total_bytes += layout.bytes(b);
   return predict_bounded([&](int r) { return plan_node_algorithm(a, shape, r); }, layout,
                          placement, params, in_place, at_most);

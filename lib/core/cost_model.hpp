@@ -255,11 +255,12 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
 struct NodeStageParams {
   int leaders = 1;
   std::optional<AlgorithmChoice> inter;
+  bool direct_write = false;  ///< one node: shared_memory by direct write (NodeShape)
 };
 
 /// shared_memory or hierarchical, priced from the schedule their planner makes for this
 /// placement (lib/core/planners/node_planner.cpp): puts and gets cost a flag synchronization plus
-/// their bytes at the copy rate, the leaders' messages as any other.
+/// their bytes at the copy rate (a write its bytes once per peer on the node), the leaders' messages as any other.
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
                               const CostParams& params, bool in_place,
                               const NodeStageParams& stage = {},

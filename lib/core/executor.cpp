@@ -240,8 +240,16 @@ void Execution::abandon() noexcept {
 
 void Execution::put_round(const Round& round) {
   const char* alone = alone_.data() + node_at_[round_];
-  for (std::size_t i = 0; i < round.node.size(); ++i)
+  for (std::size_t i = 0; i < round.node.size(); ++i) {
     if (round.node[i].kind == NodeOp::Kind::put) node_->put(round.node[i], buffers_, layout_, !alone[i]);
+    else if (round.node[i].kind == NodeOp::Kind::write) node_->write(round.node[i], buffers_, layout_, !alone[i]);
+  }
+}
+
+void NodeSegment::write(const NodeOp&, const Buffers&, const Layout&, bool) {
+  throw Error(MPI_ERR_INTERN,
+              "agx: a schedule writes into the peers' receive buffers (direct write) on node "
+              "copies that cannot (only hier/direct_write.hpp's can)");
 }
 
 void Execution::signal_round(const Round& round) {

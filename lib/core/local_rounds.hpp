@@ -2,8 +2,8 @@
 // The round engine's blocking lane for schedules without messages (docs/algorithms.md,
 // "One engine"): a node schedule on one node, run to completion on the calling thread.
 // It runs a rank's schedule exactly as the polled lane (Execution::start + test,
-// executor.hpp) does: per round, its puts (each raising its flag where its round signals
-// it), its copies, then each get and each wait that no get covers, then the signals that
+// executor.hpp) does: per round, its puts and writes (each raising its flag where its
+// round signals it), its copies, then each get and each wait that no get covers, then the signals that
 // no put makes; after the last round finish(), then finished(). The difference is only
 // in how it waits: for one operation at a time, through `pause`, instead of polling the
 // whole round through test(). A round's gets and waits wait only for other ranks'
@@ -63,8 +63,10 @@ bool run_local_rounds(const Schedule& s, bool flags_with_copies, Segment& node,
                       const Buffers& buffers, const Layout& layout, Pause&& pause) {
   using K = NodeOp::Kind;
   for (const Round& round : s.rounds) {
-    for (const NodeOp& op : round.node)
+    for (const NodeOp& op : round.node) {
       if (op.kind == K::put) node.put(op, buffers, layout, flags_with_copies || paired(round, op));
+      else if (op.kind == K::write) node.write(op, buffers, layout, flags_with_copies || paired(round, op));
+    }
     make_copies(round, buffers, layout);
     for (const NodeOp& op : round.node) {
       if (op.kind == K::get) {

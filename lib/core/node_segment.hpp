@@ -32,7 +32,12 @@ class NodeSegment {
   /// the round signals them too (a signal of the same blocks), so this rank's flag rises
   /// as the copy goes, chunk by chunk. Never waits.
   virtual void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) = 0;
-  /// A signal that no put of its round makes: the blocks are in the segment (put by this
+  /// Copies the op's blocks (this rank holds them in `mine`) straight into every other
+  /// local rank's receive buffer (direct write); `signal`: the round signals them, so the
+  /// flag rises once every copy is made. Never waits. Only a segment made for direct
+  /// write serves it; any other: MPI_ERR_INTERN.
+  virtual void write(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal);
+  /// A signal that no put or write of its round makes: the blocks are in the segment (put by this
   /// rank in an earlier round, or received into it by this rank): raise their flags.
   virtual void signal(const NodeOp& op) = 0;
   /// A wait that no get of its round covers: whether the flags of its blocks show them

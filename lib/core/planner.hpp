@@ -51,6 +51,9 @@ struct NodeShape {
   int leaders = 1;                        ///< leaders per node (clamped to the smallest node)
   std::optional<AlgorithmChoice> inter;   ///< the inter-node algorithm (AGX_HIER_INTER), or the rule
   std::size_t total_bytes = 0;            ///< all blocks together (the inter-node rule reads it)
+  /// One node whose every receive buffer the node can map (agx::allocate, MPI_Alloc_mem):
+  /// shared_memory writes each block straight into the peers' buffers (direct write)
+  bool direct_write = false;
 };
 
 /// The inter-node algorithm of a hierarchical call: `forced`, else direct for one node,

@@ -58,10 +58,12 @@ const char* level_name(Level l) {
 
 bool paired(const Round& round, const NodeOp& op) {
   using K = NodeOp::Kind;
-  const K partner = op.kind == K::put ? K::signal : op.kind == K::signal ? K::put
+  const K partner = op.kind == K::put || op.kind == K::write ? K::signal
+                    : op.kind == K::signal ? K::put
                     : op.kind == K::get ? K::wait : K::get;
   for (const NodeOp& o : round.node)
-    if (o.kind == partner && o.blocks == op.blocks) return true;
+    if ((o.kind == partner || (op.kind == K::signal && o.kind == K::write)) && o.blocks == op.blocks)
+      return true;
   return false;
 }
 
@@ -86,7 +88,8 @@ Schedule split_flags(const Schedule& s) {
     for (const Transfer& t : r.sends) segment_sends = segment_sends || t.place == Place::segment;
     for (const NodeOp& op : r.node) {
       switch (op.kind) {
-        case NodeOp::Kind::put: messages.node.push_back(op); break;
+        case NodeOp::Kind::put:
+        case NodeOp::Kind::write: messages.node.push_back(op); break;
         case NodeOp::Kind::signal: out.rounds[4 * k + 1].node.push_back(op); break;
         case NodeOp::Kind::wait: (segment_sends ? messages : out.rounds[4 * k + 2]).node.push_back(op); break;
         case NodeOp::Kind::get: out.rounds[4 * k + 3].node.push_back(op); break;
@@ -102,6 +105,7 @@ const char* node_op_name(NodeOp::Kind k) {
     case NodeOp::Kind::get: return "get";
     case NodeOp::Kind::signal: return "signal";
     case NodeOp::Kind::wait: return "wait";
+    case NodeOp::Kind::write: return "write";
   }
   return "?";
 }

@@ -17,6 +17,10 @@
 //                     signalled the blocks show them. A get, or a send from the segment,
 //                     of a block another rank placed there follows a wait on it, and a
 //                     wait follows the signal by an earlier round
+//   node              write: copy blocks the rank holds straight into every other local
+//                     rank's receive buffer (direct write: the call's receive buffers lie
+//                     in memory the node maps, agx::allocate or MPI_Alloc_mem); a peer
+//                     holds a written block once its wait for the writer's signal is over
 //   node              copy: a local copy of blocks from the rank's send buffer into its
 //                     receive buffer (the own block of an out-of-place call; nothing in
 //                     place). Every planner's schedule has it: Planner::plan adds it to
@@ -75,6 +79,10 @@ struct NodeOp {
     get,     ///< blocks waited for (in this round or before) -> the rank's buffer
     signal,  ///< raise the flags of blocks this rank placed in the segment by this round's end
     wait,    ///< until the flags of blocks signalled in an earlier round show them
+    /// blocks the rank holds -> every other local rank's receive buffer (direct write;
+    /// each block is written once per node, and signalled like a put); a waiting rank
+    /// holds a written block once its wait for it is over
+    write,
   };
   Kind kind = Kind::put;
   std::vector<BlockSpan> blocks;
@@ -157,8 +165,9 @@ void place_levels(Schedule& s, const std::vector<int>& node_of);
 /// transfers: node schedules on device buffers run on a whole mirror, docs/gpu.md).
 Schedule stage_on_device(const Schedule& host);
 
-/// Whether `op` has its partner in `round`, on exactly its blocks: a put and the signal
-/// it makes, a get and the wait it covers (NodeOp).
+/// Whether `op` has its partner in `round`, on exactly its blocks: a put (or write) and
+/// the signal it makes, a get and the wait it covers (NodeOp). A wait for written blocks
+/// has no get: the writes deliver them.
 bool paired(const Round& round, const NodeOp& op);
 
 /// Whether every flag of `s` goes with a copy of its round: each put signalled in its
@@ -168,7 +177,7 @@ bool paired(const Round& round, const NodeOp& op);
 bool flags_with_copies(const Schedule& s);
 
 /// The same all-gather with every flag an operation of its own: round k of `s` becomes
-/// rounds 4k (its messages, puts, copies, and the waits its sends from the segment
+/// rounds 4k (its messages, puts, writes, copies, and the waits its sends from the segment
 /// need), 4k+1 (its signals), 4k+2 (its other waits) and 4k+3 (its gets). Valid when
 /// `s` is, on every rank alike (AGX_TEST_SPLIT_FLAGS: the engine's signals and waits
 /// without a copy of their round, on a real segment).

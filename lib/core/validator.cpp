@@ -69,6 +69,9 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   std::vector<std::vector<int>> placer(static_cast<std::size_t>(nnodes), std::vector<int>(n, -1));
   std::vector<std::vector<long long>> signalled(static_cast<std::size_t>(nnodes), std::vector<long long>(n, -1));
   std::vector<std::vector<char>> waited(static_cast<std::size_t>(n), std::vector<char>(n, 0));
+  // writer[j][b]: the rank that wrote block b straight into the receive buffers of node
+  // j's other ranks (-1: none); each of them holds it once its wait for it is over.
+  std::vector<std::vector<int>> writer(static_cast<std::size_t>(nnodes), std::vector<int>(n, -1));
   std::vector<std::pair<int, int>> signals, gets;  // (rank, block) of the round
   std::size_t nrounds = 0;
   for (int r = 0; r < n; ++r) {
@@ -171,14 +174,28 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
               if (!held[r][b]) return where(k, r) + "puts block " + std::to_string(b) + " it does not hold";
               if (segment[node(r)][b])
                 return where(k, r) + "puts block " + std::to_string(b) + " that its node's segment already holds";
+              if (writer[node(r)][b] >= 0)
+                return where(k, r) + "puts block " + std::to_string(b) + ", which rank " +
+                       std::to_string(writer[node(r)][b]) + " wrote into its node's buffers";
               seg_arrivals.emplace_back(node(r), b);
               placer[node(r)][b] = r;
+              break;
+            case NodeOp::Kind::write:
+              if (!held[r][b]) return where(k, r) + "writes block " + std::to_string(b) + " it does not hold";
+              if (writer[node(r)][b] >= 0 || placer[node(r)][b] >= 0)
+                return where(k, r) + "writes block " + std::to_string(b) + ", which rank " +
+                       std::to_string(std::max(writer[node(r)][b], placer[node(r)][b])) +
+                       " already placed on its node";
+              writer[node(r)][b] = r;
               break;
             case NodeOp::Kind::signal: signals.emplace_back(r, b); break;  // at the round's end
             case NodeOp::Kind::wait:
               if (signalled[node(r)][b] < 0)
                 return where(k, r) + "waits for block " + std::to_string(b) +
                        ", which no rank of its node signalled in an earlier round";
+              // A written block is in this rank's receive buffer once the wait is over.
+              if (writer[node(r)][b] >= 0 && writer[node(r)][b] != r && !waited[r][b])
+                arrivals.emplace_back(r, b);
               waited[r][b] = 1;
               break;
             case NodeOp::Kind::get:
@@ -247,9 +264,9 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
     // A signal raises the flag of a block its rank placed in the segment by this round's end.
     for (const auto& [r, b] : signals) {
       const int j = node(r);
-      if (!segment[j][b] || placer[j][b] != r)
+      if ((!segment[j][b] || placer[j][b] != r) && writer[j][b] != r)
         return where(k, r) + "signals block " + std::to_string(b) + ", which it did not put or receive into " +
-               (segment[j][b] ? "the segment" : "the segment by this round");
+               (segment[j][b] ? "the segment" : "the segment by this round") + " nor write";
       if (signalled[j][b] >= 0) return where(k, r) + "signals block " + std::to_string(b) + " twice";
       signalled[j][b] = static_cast<long long>(k);
     }

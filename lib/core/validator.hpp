@@ -19,7 +19,9 @@ namespace agx {
 /// Node-level operations run on one symbolic segment per node (`node_of[rank]`; empty:
 /// all ranks on one node): a put needs the block in the rank's hands and must be the
 /// only put or segment receive of that block on its node; a get, or a send from the
-/// segment, needs the block in the segment since an earlier round. Since every wait
+/// segment, needs the block in the segment since an earlier round. A write (direct
+/// write) needs the block in the rank's hands and must be its node's only put or write
+/// of it; each other rank of the node holds it once its wait for it is over. Since every wait
 /// then only waits for a strictly earlier round, schedules that pass cannot deadlock.
 /// With a placement, every transfer must be marked with the level its peers' nodes give
 /// it (core/schedule.hpp: node on one node, network between nodes) and every node

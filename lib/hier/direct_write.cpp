@@ -9,9 +9,12 @@
 #include "core/consistency.hpp"
 #include "core/copy.hpp"
 #include "core/integrity.hpp"
+#include "core/local_rounds.hpp"
+#include "core/planner.hpp"
 #include "core/select.hpp"
 #include "hier/hier.hpp"
 #include "hier/hier_context.hpp"
+#include "hier/node_copies.hpp"
 #include "hier/shared_alloc.hpp"
 
 #include <algorithm>
@@ -52,18 +55,25 @@ static_assert(std::is_trivially_copyable_v<Descriptor> &&
 // Round 2's statuses; every rank acts on the largest.
 constexpr std::uint64_t written = 0, cannot_map = 1, counts_differ = 2;
 
+// Publishes `mine` in this rank's flag line for call `gen` (the discipline of the
+// flag-line copies, node_copies.hpp).
+template <class T>
+void publish(HierContext& h, std::uint64_t gen, const T& mine) {
+  InlineBlock& own = h.own_slot().inline_data[gen & 1];
+  std::memcpy(own.bytes, &mine, sizeof(T));
+  own.seq.store(gen << InlineBlock::size_bits | sizeof(T), std::memory_order_release);
+  h.notify();
+}
+
 // Every local rank publishes `mine` in its flag line for call `gen` and reads everyone's
-// (all[local rank]); the discipline of the flag-line copies (node_copies.hpp).
+// (all[local rank]).
 template <class T>
 void exchange(HierContext& h, std::uint64_t gen, const T& mine, std::vector<T>& all,
               const char* stage) {
   const Topology& t = h.topo;
   const int n = t.local_size();
   constexpr unsigned bits = InlineBlock::size_bits;
-  InlineBlock& own = h.own_slot().inline_data[gen & 1];
-  std::memcpy(own.bytes, &mine, sizeof(T));
-  own.seq.store(gen << bits | sizeof(T), std::memory_order_release);
-  h.notify();
+  publish(h, gen, mine);
   all.assign(static_cast<std::size_t>(n), T{});
   all[static_cast<std::size_t>(t.local)] = mine;
   for (int k = 1; k < n; ++k) {
@@ -89,6 +99,103 @@ void exchange(HierContext& h, std::uint64_t gen, const T& mine, std::vector<T>& 
   h.finish_call(gen);
 }
 
+// The node copies of the direct-write schedule (see the header): a write copies the own
+// block into every peer's receive buffer, mapped after the agreement's lines (`all`); its
+// signal publishes this rank's status in its flag line; the wait reads every peer's.
+class DirectWrites final : public hier::OneNodeCopies {
+ public:
+  DirectWrites(HierContext& h, const std::vector<Descriptor>& all, std::size_t total)
+      : OneNodeCopies(h), all_(all), total_(total) {}
+
+  bool fell_back() const { return worst_ == cannot_map; }
+
+  void write(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override {
+    const Topology& t = h_.topo;
+    const int me = t.rank, n = t.local_size();
+    for (const BlockSpan& span : op.blocks)
+      if (span.count > 0 && (span.first != me || span.count != 1))
+        throw Error(MPI_ERR_INTERN, "agx: direct write writes the rank's own block only");
+    const auto& members = t.members[static_cast<std::size_t>(t.node)];
+    const std::size_t at = layout.offset(me), bytes = layout.bytes(me);
+    for (int j = 0; j < n && status_ == written; ++j) {
+      const Descriptor& d = all_[static_cast<std::size_t>(j)];
+      const std::size_t owns = layout.bytes(members[static_cast<std::size_t>(j)]);
+      if (d.total != total_ || d.own != owns || (bytes > 0 && at + bytes > d.extent)) {
+        status_ = counts_differ;
+        why_ = h_.local_name(j) + " sees " + std::to_string(d.total) + " bytes in all and " +
+               std::to_string(d.own) + " in its own block; this rank " + std::to_string(total_) +
+               " and " + std::to_string(owns);
+      }
+    }
+    std::vector<std::byte*>& bases = bases_;  // (one per thread: no allocation per call)
+    bases.assign(static_cast<std::size_t>(n), nullptr);
+    for (int k = 1; k < n && status_ == written; ++k) {
+      const int j = (t.local + k) % n;
+      bases[static_cast<std::size_t>(j)] = map_peer_region(all_[static_cast<std::size_t>(j)].region, why_);
+      if (bases[static_cast<std::size_t>(j)] == nullptr) status_ = cannot_map;
+    }
+    if (status_ == written && bytes > 0) {
+      const auto* src = mine.in_place ? static_cast<const std::byte*>(mine.recv) + at
+                                      : static_cast<const std::byte*>(mine.send);
+      for (int k = 1; k < n; ++k) {
+        const int j = (t.local + k) % n;
+        copy_bytes(bases[static_cast<std::size_t>(j)] + all_[static_cast<std::size_t>(j)].offset + at,
+                   src, bytes);
+      }
+    }
+    if (signal) publish(h_, gen_, status_);
+  }
+
+  void signal(const NodeOp&) override { publish(h_, gen_, status_); }
+
+  bool try_wait(const NodeOp& op) override {
+    const Topology& t = h_.topo;
+    constexpr unsigned bits = InlineBlock::size_bits;
+    std::size_t index = 0;
+    for (const BlockSpan& span : op.blocks)
+      for (int b = span.first; b < span.first + span.count; ++b, ++index) {
+        if (index < seen_) continue;  // (read in an earlier poll)
+        const int j = t.local_of[static_cast<std::size_t>(b)];
+        const InlineBlock& line = h_.slot(j).inline_data[gen_ & 1];
+        const std::uint64_t seen = line.seq.load(std::memory_order_acquire);
+        if ((seen >> bits) < gen_) return awaiting(line.seq, seen);
+        ++seen_;
+        step();
+        std::uint64_t status = counts_differ;  // a line of another size: another path
+        if ((seen & ((1u << bits) - 1)) == sizeof(status)) std::memcpy(&status, line.bytes, sizeof(status));
+        else if (why_.empty()) why_ = h_.local_name(j) + " took another shared-memory path";
+        worst_ = std::max(worst_, status);
+      }
+    if (worst_ == counts_differ)
+      return disagree(std::make_exception_ptr(Error(
+          MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts (direct write)" +
+                                (why_.empty() ? std::string(" on another rank") : ": " + why_))));
+    return true;
+  }
+
+  void put(const NodeOp&, const Buffers&, const Layout&, bool) override { unpaired("put"); }
+  bool try_get(const NodeOp&, GetCursor&, const Buffers&, const Layout&) override {
+    return unpaired("get");
+  }
+  void finish() override {
+    h_.mark_started(gen_ - 1);  // every local rank has started this call
+    h_.finish_call(gen_);
+  }
+  std::string waiting_for(const NodeOp&, const GetCursor&) const override {
+    return "the direct-write statuses of call " + std::to_string(gen_) + " (" +
+           std::to_string(seen_) + " read)";
+  }
+
+ private:
+  const std::vector<Descriptor>& all_;
+  std::size_t total_;
+  std::uint64_t status_ = written, worst_ = written;
+  std::size_t seen_ = 0;  // peers' statuses read
+  std::string why_;
+  static thread_local std::vector<std::byte*> bases_;  // each peer's mapped region
+};
+thread_local std::vector<std::byte*> DirectWrites::bases_;
+
 }  // namespace
 
 bool direct_write_size(std::size_t mean_block) {
@@ -111,8 +218,7 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   if (total == 0 || total / static_cast<std::size_t>(t.size) < s.min_bytes) return false;
   h.prepare_node();
   h.wait_style_for(total / static_cast<std::size_t>(t.size));
-  const int me = t.rank, n = t.local_size();
-  const auto& members = t.members[static_cast<std::size_t>(t.node)];
+  const int me = t.rank;
 
   Descriptor mine;
   SharedView view;
@@ -124,49 +230,27 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   mine.total = total;
   mine.own = layout.bytes(me);
   thread_local std::vector<Descriptor> all;
-  thread_local std::vector<std::uint64_t> statuses;
   const std::uint64_t gen = h.next_gen();
   exchange(h, gen, mine, all, "direct write: receive buffers");
   for (const Descriptor& d : all)
     if (d.region.nonce == 0) return false;  // every rank sees the same lines: all go on alike
 
-  // Write the own block into every peer's receive buffer (and the own one).
-  std::uint64_t status = written;
-  std::string why;
-  const std::size_t at = layout.offset(me), bytes = layout.bytes(me);
-  for (int j = 0; j < n && status == written; ++j) {
-    const Descriptor& d = all[static_cast<std::size_t>(j)];
-    if (d.total != total || d.own != layout.bytes(members[static_cast<std::size_t>(j)]) ||
-        (bytes > 0 && at + bytes > d.extent)) {
-      status = counts_differ;
-      why = h.local_name(j) + " sees " + std::to_string(d.total) + " bytes in all and " +
-            std::to_string(d.own) + " in its own block; this rank " + std::to_string(total) +
-            " and " + std::to_string(layout.bytes(members[static_cast<std::size_t>(j)]));
-    }
+  // The schedule (see the header), planned once per communicator.
+  if (h.direct_write_schedule.rounds.empty()) {
+    NodeShape shape;
+    shape.node_of = t.node_of;
+    shape.direct_write = true;
+    h.direct_write_schedule = plan_node_algorithm(Algorithm::shared_memory, shape, me);
   }
-  thread_local std::vector<std::byte*> bases;
-  bases.assign(static_cast<std::size_t>(n), nullptr);
-  for (int k = 1; k < n && status == written; ++k) {
-    const int j = (t.local + k) % n;
-    bases[static_cast<std::size_t>(j)] = map_peer_region(all[static_cast<std::size_t>(j)].region, why);
-    if (bases[static_cast<std::size_t>(j)] == nullptr) status = cannot_map;
-  }
-  if (status == written && bytes > 0) {
-    std::byte* own_dst = static_cast<std::byte*>(buffers.recv) + at;
-    const auto* src = buffers.in_place ? own_dst : static_cast<const std::byte*>(buffers.send);
-    for (int k = 1; k < n; ++k) {
-      const int j = (t.local + k) % n;
-      copy_bytes(bases[static_cast<std::size_t>(j)] + all[static_cast<std::size_t>(j)].offset + at,
-                  src, bytes);
-    }
-    if (!buffers.in_place) copy_bytes(own_dst, src, bytes);
-  }
-  exchange(h, h.next_gen(), status, statuses, "direct write: end of writing");
-  const std::uint64_t worst = *std::max_element(statuses.begin(), statuses.end());
-  if (worst == counts_differ)
-    throw Error(MPI_ERR_TRUNCATE, "agx: the ranks disagree on the counts (direct write)" +
-                                      (why.empty() ? std::string(" on another rank") : ": " + why));
-  if (worst == cannot_map) return false;  // the usual path rewrites every block
+  DirectWrites node(h, all, total);
+  const auto pause = [&](auto&& ready) {
+    wait_advancing(h, ready, [&](double seconds) {
+      h.stalled("direct write: end of writing", node.waiting_for(NodeOp{}, GetCursor{}), seconds);
+    });
+  };
+  if (run_local_rounds(h.direct_write_schedule, false, node, buffers, layout, pause))
+    std::rethrow_exception(node.disagreement());
+  if (node.fell_back()) return false;  // the usual path rewrites every block
   calls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

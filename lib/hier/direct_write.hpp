@@ -5,19 +5,29 @@
 // file: N·M bytes written per rank (out of place; (N-1)·M in place), the copy bound, and
 // nothing read twice.
 //
-//   round 1 (call gen)     every local rank publishes in its flag line where its receive
+//   agreement (call gen)   every local rank publishes in its flag line where its receive
 //                          buffer lies (region name, offset, extent, counts) and reads
-//                          everyone's; all shared: go on; otherwise every rank returns
-//                          false (all saw the same lines) and the call takes its usual path
-//   write                  map each peer's region (cached), memcpy the own block to its
-//                          place in every peer's receive buffer (and the own one)
-//   round 2 (call gen + 1) status: 0 written, 1 a peer could not be mapped (every rank
-//                          then runs the usual path, which rewrites every block), 2 the
-//                          counts disagree (MPI_ERR_TRUNCATE everywhere); seeing every
-//                          rank's round 2 means every block has arrived
+//                          everyone's; all shared: the schedule below runs; otherwise
+//                          every rank returns false (all saw the same lines) and the call
+//                          takes its usual path
+//   the schedule           shared_memory by direct write (core/planners/node_planner.cpp,
+//                          NodeShape::direct_write: proven by the validator, priced by the
+//                          cost model), run by the round engine's blocking lane
+//                          (core/local_rounds.hpp) on DirectWrites, this file's node copies:
+//     round 0  write       map each peer's region (cached), memcpy the own block to its
+//                          place in every peer's receive buffer
+//              signal      the status, in the flag line of call gen + 1: 0 written, 1 a
+//                          peer could not be mapped (every rank then runs the usual path,
+//                          which rewrites every block), 2 the counts disagree
+//                          (MPI_ERR_TRUNCATE everywhere)
+//              copy        the own block into the own receive buffer (out of place)
+//     round 1  wait        every peer's status: seeing them all means every block has
+//                          arrived
 //
-// Both rounds are inline exchanges (hier_context.hpp, InlineBlock), so the flags and
-// generations are those of the other node paths. Settings: AGX_DIRECT_WRITE=0 turns it
+// The agreement is the path's precondition (whether every receive buffer can be mapped
+// is known only at the call), the rest is a schedule like any other. Both flag rounds are
+// inline lines (hier_context.hpp, InlineBlock), so the flags and generations are those
+// of the other node paths. Settings: AGX_DIRECT_WRITE=0 turns it
 // off; AGX_DIRECT_WRITE_MIN_BYTES (default 262144) is the smallest mean block it serves.
 
 #include <agx/bytes.hpp>

@@ -266,6 +266,9 @@ class HierContext final : public NodeState {
   /// the ranks disagree on the counts); hier::run's end-to-end check then still runs.
   bool rounds_done_with_error = false;
   std::pair<Algorithm, AlgorithmChoice> last_plan_key{};
+  /// shared_memory by direct write (NodeShape::direct_write), planned on the first call
+  /// that writes (direct_write.cpp); empty before.
+  Schedule direct_write_schedule;
   // Per-call scratch (no allocation on the hot path after the first call).
   std::vector<std::size_t> seg_offset, node_bytes, node_offset;
   /// A blocking node schedule's blocks in the segment (node_call.cpp; one call at a time).

@@ -598,3 +598,108 @@ TEST_CASE("cost model: a schedule's copies are priced out of place, free in plac
         Approx(copy_s_per_byte_at(c, m) * static_cast<double>(m)));
   CHECK(predict_seconds(planner_for(Algorithm::ring), one, Placement::single_node(1), c, true) == 0);
 }
+
+// shared_memory by direct write (NodeShape::direct_write): each rank writes its block
+// straight into its peers' receive buffers and signals it; the peers' waits deliver it.
+TEST_CASE("shared_memory by direct write: write and signal, then wait; valid to 1024 ranks", "[node]") {
+  NodeShape one = shape_of(std::vector<int>(3, 0));
+  one.direct_write = true;
+  CHECK(describe(plan_node_algorithm(Algorithm::shared_memory, one, 1)) ==
+        "round 0: write([1,2)) signal([1,2)) copy([1,2))\n"
+        "round 1: wait([0,1) [2,3))\n");
+  // The signal goes with its write; the wait has no get (the writes deliver the blocks).
+  const Schedule s1 = plan_node_algorithm(Algorithm::shared_memory, one, 1);
+  CHECK(paired(s1.rounds[0], s1.rounds[0].node[1]));
+  CHECK_FALSE(flags_with_copies(s1));
+  for (int n = 1; n <= 64; ++n) {
+    INFO("N = " << n);
+    NodeShape shape = shape_of(std::vector<int>(static_cast<std::size_t>(n), 3));
+    shape.direct_write = true;
+    CHECK(check(Algorithm::shared_memory, shape) == "");
+    std::vector<Schedule> split = plan_all(Algorithm::shared_memory, shape);
+    for (Schedule& one_rank : split) one_rank = split_flags(one_rank);  // (the signal a round of its own)
+    CHECK(validate(split, shape.node_of) == "");
+  }
+  for (int n : {255, 1024}) {
+    if (n > agx_test::max_ranks()) continue;
+    INFO("N = " << n);
+    NodeShape shape = shape_of(std::vector<int>(static_cast<std::size_t>(n), 0));
+    shape.direct_write = true;
+    CHECK(check(Algorithm::shared_memory, shape) == "");
+    CHECK(check(Algorithm::hierarchical, shape) == "");  // (one node: shared_memory's)
+  }
+}
+
+TEST_CASE("node validator: broken direct-write schedules are rejected", "[node]") {
+  NodeShape shape = shape_of(std::vector<int>(4, 0));
+  shape.direct_write = true;
+  const std::vector<Schedule> good = plan_all(Algorithm::shared_memory, shape);
+  REQUIRE(validate(good, shape.node_of) == "");
+  SECTION("a write never signalled: the waits for it find no signal") {
+    auto s = good;
+    drop(s[2].rounds[0].node, NodeOp::Kind::signal);
+    CHECK_THAT(validate(s, shape.node_of),
+               Catch::Contains("waits for block 2, which no rank of its node signalled in an earlier round"));
+  }
+  SECTION("a signal without the write: the block never reaches the peers") {
+    auto s = good;
+    drop(s[2].rounds[0].node, NodeOp::Kind::write);
+    CHECK_THAT(validate(s, shape.node_of),
+               Catch::Contains("round 0, rank 2: signals block 2, which it did not put or receive"));
+  }
+  SECTION("a rank that does not wait for a written block ends without it") {
+    auto s = good;
+    s[0].rounds[1].node[0].blocks = {{1, 2}};  // waits for 1 and 2, not 3
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("rank 0 ends without block 3"));
+  }
+  SECTION("a wait in the round of the write") {
+    auto s = good;
+    s[0].rounds[0].node.push_back({NodeOp::Kind::wait, {{1, 1}}});
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("round 0, rank 0: waits for block 1, which no rank"));
+  }
+  SECTION("a block written twice on one node") {
+    auto s = good;
+    s[1].rounds[0].node.push_back({NodeOp::Kind::write, {{1, 1}}});
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("round 0, rank 1: writes block 1, which rank 1 already placed"));
+  }
+  SECTION("a write of a block the rank does not hold") {
+    auto s = good;
+    s[1].rounds[0].node.push_back({NodeOp::Kind::write, {{2, 1}}});
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("round 0, rank 1: writes block 2 it does not hold"));
+  }
+  SECTION("a written block also put into the segment") {
+    auto s = good;
+    s[1].rounds[0].node.push_back({NodeOp::Kind::put, {{1, 1}}});
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("round 0, rank 1: puts block 1, which rank 1 wrote"));
+  }
+  SECTION("a written block also received as a message: twice") {
+    auto s = good;
+    s[1].rounds[0].sends.push_back({0, {{1, 1}}, Place::buffer, Level::node});
+    s[0].rounds[0].recvs.push_back({1, {{1, 1}}, Place::buffer, Level::node});
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("receives block 1 twice"));
+  }
+  SECTION("a get of a written block: the segment never holds it") {
+    auto s = good;
+    s[0].rounds[1].node.push_back({NodeOp::Kind::get, {{1, 1}}});
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("gets block 1 before its node's segment holds it"));
+  }
+}
+
+TEST_CASE("cost model: direct write is priced as N-1 copies of the own block, no get", "[node][cost]") {
+  const CostParams c;
+  const std::size_t m = 1 << 20;
+  const Layout layout = Layout::uniform(4, m);
+  NodeStageParams direct;
+  direct.direct_write = true;
+  // Round 0 writes 3·M to the peers and copies the own block, round 1 only waits: the
+  // copy bound's N·M bytes, against staging's M + M + 3·M.
+  const double gamma = copy_s_per_byte_at(c, 4 * m);
+  CHECK(predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement::single_node(4), c,
+                          false, direct) == Approx(2 * c.node_sync_s + gamma * static_cast<double>(3 * m + m)));
+  CHECK(predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement::single_node(4), c,
+                          false, direct) <
+        predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement::single_node(4), c, false));
+  // In place: the writes only.
+  CHECK(predict_algorithm(AlgorithmChoice{Algorithm::shared_memory, 0}, layout, Placement::single_node(4), c,
+                          true, direct) == Approx(2 * c.node_sync_s + c.copy_s_per_byte * static_cast<double>(3 * m)));
+}

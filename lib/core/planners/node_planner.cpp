@@ -16,6 +16,20 @@
 //   (Blocks of at most 4024 B travel inside the flag lines, large ones by single copy
 //   when enabled: the same two rounds, other copies; lib/hier/node_copies.hpp.)
 //
+// shared_memory by direct write (NodeShape::direct_write: every receive buffer of the
+// call lies in memory the node maps, agx::allocate or MPI_Alloc_mem; lib/hier agrees on
+// that before the call, hier/direct_write.hpp):
+//   round 0   write the own block straight into every other rank's receive buffer and
+//             signal it (the flag rises once every copy is made); copy it into the own
+//             receive buffer (out of place)
+//   round 1   wait for every other block: once its writer's flag shows it, it is in
+//             this rank's receive buffer
+//
+//     r0 --write--> [B0 . . .] [B0 . . .] [B0 . . .]   (r1's, r2's, r3's buffers)
+//
+//   Bytes: each rank writes (N-1)·M into its peers' buffers (N·M out of place, the
+//   copy bound), nothing read twice, no segment. Restriction: one node.
+//
 // hierarchical (nodes j = 0..J-1 numbered by lowest rank, L leaders per node):
 //   round 0        every rank puts its block into its node's segment and signals it
 //   round 1        every rank waits for its own node's other blocks and gets them; the
@@ -121,6 +135,21 @@ Schedule shared_memory(int n, int rank) {
   return s;
 }
 
+Schedule shared_memory_direct(int n, int rank) {
+  Schedule s{n, rank, {}};
+  if (n > 1) {
+    s.rounds.resize(2);
+    add_node_op(s.rounds[0], NodeOp::Kind::write, {{rank, 1}});
+    add_node_op(s.rounds[0], NodeOp::Kind::signal, {{rank, 1}});
+    std::vector<BlockSpan> others;
+    if (rank > 0) others.push_back({0, rank});
+    if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
+    add_node_op(s.rounds[1], NodeOp::Kind::wait, std::move(others));
+  }
+  add_own_copy(s);
+  return s;
+}
+
 Schedule hierarchical(const NodeShape& shape, int rank) {
   const int n = static_cast<int>(shape.node_of.size());
   const Nodes nodes = normalize(shape.node_of);
@@ -214,9 +243,13 @@ Schedule plan_node_algorithm(Algorithm a, const NodeShape& shape, int rank) {
   if (a == Algorithm::shared_memory) {
     if (normalize(shape.node_of).members.size() != 1)
       throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve ranks on several nodes");
-    return shared_memory(n, rank);
+    return shape.direct_write ? shared_memory_direct(n, rank) : shared_memory(n, rank);
   }
-  if (a == Algorithm::hierarchical) return hierarchical(shape, rank);
+  if (a == Algorithm::hierarchical) {
+    if (shape.direct_write && normalize(shape.node_of).members.size() == 1)
+      return shared_memory_direct(n, rank);  // (hierarchical on one node is shared_memory)
+    return hierarchical(shape, rank);
+  }
   throw Error(MPI_ERR_ARG, "agx: '" + std::string(to_string(a)) + "' is not a node-level algorithm");
 }
 
