@@ -24,6 +24,8 @@
 // words. AGX_CMA=0 (or a probe that finds process_vm_readv not working) means staged,
 // AGX_CMA_MIN_BYTES=b single copy from b and staged below, without trials.
 
+#include "hier/trials.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -38,13 +40,8 @@ inline constexpr std::size_t trial_min_bytes = std::size_t{4} * 1024;
 /// The class of a mean block of `mean` >= trial_min_bytes bytes.
 int copy_class_of(std::size_t mean);
 
-/// What a rank keeps per size class (HierContext::copy_trials).
-struct CopyTrials {
-  int calls = 0;              ///< trial calls made
-  double best[2] = {1e300, 1e300};  ///< best seconds: staged, single copy
-  std::uint64_t ended = 0;    ///< gen of the last trial call (0: trials not over)
-  int decided = -1;           ///< -1 undecided, else 0 staged, 1 single copy
-};
+/// What a rank keeps per size class (HierContext::copy_trials; trials.hpp).
+using CopyTrials = TimedTrials;
 
 struct LargeCopies {
   bool single_copy = false;

@@ -124,11 +124,13 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   if (t.nnodes == 1 && pieces == nullptr && direct_write_size(mean) &&
       direct_write(h, buffers, layout))  // direct_write.hpp
     return;
-  h.wait_style_for(mean);
+  const WaitPick wait = h.wait_style_for(mean);  // (a trial call: timed, wait_choice.hpp)
+  const double started = wait.trial_class >= 0 ? MPI_Wtime() : 0.0;
   HierContext::NodePlan& plan = node_plan(h, a, total);
   if (t.nnodes > 1) {  // across nodes: the planner's schedule on the round engine
     ++h.staged_calls;
     run_node_schedule(ctx, a, plan, buffers, layout, pieces);
+    record_wait_trial(h, wait, MPI_Wtime() - started);
     return;
   }
   // One node: the same schedule, with the copies that suit the blocks (node_copies.hpp):
@@ -147,9 +149,13 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   } else {
     ++h.staged_calls;
   }
-  const double t0 = large.trial_class >= 0 ? MPI_Wtime() : 0.0;
+  const double t0 = large.trial_class >= 0 ? MPI_Wtime() : started;
   run_node_schedule(ctx, a, plan, buffers, layout, pieces, copies);
-  if (large.trial_class >= 0) record_trial(h, large, MPI_Wtime() - t0);
+  if (large.trial_class >= 0 || wait.trial_class >= 0) {
+    const double t1 = MPI_Wtime();
+    record_trial(h, large, t1 - t0);
+    record_wait_trial(h, wait, t1 - started);
+  }
 }
 
 }  // namespace
@@ -233,12 +239,31 @@ std::string describe(CommContext& ctx) {
        << b.bound_cores << " core(s), first core " << b.first_core << ", NUMA " << b.numa
        << ", package " << b.package << "), last ran on PU " << b.last_cpu << "\n";
   }
-  os << "  waits: " << (h.oversubscribed ? "sleep on a futex after a short spin" : "spin, then yield")
+  os << "  waits: "
+     << (!h.oversubscribed ? "spin, then yield"
+         : h.sleep_forced  ? "spin, then sleep on a futex"
+                           : "spin, then yield or sleep on a futex as the first calls of each size timed it")
      << (s.wait == Settings::Wait::automatic ? " (AGX_WAIT=auto: node " : " (AGX_WAIT: node ")
      << (h.oversubscribed == (s.wait != Settings::Wait::yield) && s.wait == Settings::Wait::automatic
              ? (h.oversubscribed ? "oversubscribed" : "has a core per rank")
              : "setting")
-     << ")\n";
+     << ")";
+  if (h.oversubscribed && !h.sleep_forced) {
+    os << ":";
+    bool any = false;
+    for (int c = 0; c < wait_classes; ++c) {
+      const TimedTrials& w = h.wait_trials[static_cast<std::size_t>(c)];
+      if (w.calls == 0) continue;
+      any = true;
+      os << " " << (c == 0 ? std::string("< 1024") : std::to_string(std::size_t{512} << c)) << " B "
+         << (w.decided == 1 ? "sleep" : w.decided == 0 ? "yield" : "in trial");
+      if (w.ended > 0)
+        os << " (" << std::fixed << std::setprecision(1) << w.best[0] * 1e6 << " / "
+           << w.best[1] * 1e6 << std::defaultfloat << " us here)";
+    }
+    if (!any) os << " none yet";
+  }
+  os << "\n";
   os << "  leaders per node " << h.leaders << ", single copy (process_vm_readv) "
      << (!h.node_ready() ? "not probed yet (at the first shared-memory call)"
          : h.cma         ? "available"

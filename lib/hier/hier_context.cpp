@@ -55,13 +55,8 @@ bool HierContext::core_per_rank() const {
 }
 
 void HierContext::choose_wait_style() {
-  const int cores = topo.node_cores;
-  const bool crowded = this->crowded();
   sleep_forced = settings().wait == Settings::Wait::sleep;
-  oversubscribed = wait_may_sleep(settings().wait, crowded);  // as topology's node_may_sleep
-  // More than two ranks per core: sleep in every call (yielding among that many runnable
-  // ranks made the test matrix at 7-11 ranks on 2 cores 20-35% slower).
-  sleep_small_ = sleep_forced || (crowded && topo.local_size() > 2 * cores);
+  oversubscribed = wait_may_sleep(settings().wait, crowded());  // as topology's node_may_sleep
 }
 
 void HierContext::prepare_node() {
@@ -300,9 +295,12 @@ const Schedule& HierContext::inter_schedule(const AlgorithmChoice& a) {
   return it->second;
 }
 
-void HierContext::wait_style_for(std::size_t mean_block) {
-  constexpr std::size_t sleep_from = 256 * 1024;
-  sleep_now_ = sleep_small_ || mean_block >= sleep_from;
+WaitPick HierContext::wait_style_for(std::size_t mean_block) {
+  WaitPick pick;
+  if (!oversubscribed || sleep_forced) pick.sleep = sleep_forced;  // (not oversubscribed: never sleeps)
+  else pick = choose_wait(*this, mean_block);
+  sleep_now_ = pick.sleep;
+  return pick;
 }
 
 std::size_t HierContext::chunk_bytes() const {

@@ -44,6 +44,7 @@
 #include "core/nonblocking.hpp"
 #include "core/schedule.hpp"
 #include "hier/copy_choice.hpp"
+#include "hier/wait_choice.hpp"
 #include "hier/shm_segment.hpp"
 #include "hier/topology.hpp"
 #include "hier/wait.hpp"
@@ -87,6 +88,9 @@ struct alignas(64) Slot {
   /// times (ns; staged, single copy) and the generation of its last trial call.
   std::atomic<std::uint64_t> trial_ns[copy_classes][2] = {};
   std::atomic<std::uint64_t> trial_gen[copy_classes] = {};
+  /// Yield against sleep (wait_choice.hpp), likewise: best times (ns; yield, sleep), gen.
+  std::atomic<std::uint64_t> wait_trial_ns[wait_classes][2] = {};
+  std::atomic<std::uint64_t> wait_trial_gen[wait_classes] = {};
   alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)
   InlineBlock inline_data[2];
 };
@@ -157,6 +161,8 @@ class HierContext final : public NodeState {
   double cma_speed = 0;                  ///< its speed relative to memcpy (node's slowest)
   /// Staged or single copy per size class, by timing the first calls (copy_choice.hpp).
   std::array<CopyTrials, copy_classes> copy_trials{};
+  /// Yield or sleep per size class on an oversubscribed node, likewise (wait_choice.hpp).
+  std::array<TimedTrials, wait_classes> wait_trials{};
 
   MPI_Comm comm = MPI_COMM_NULL;         ///< the communicator's private duplicate
   Algorithm running = Algorithm::shared_memory;  ///< the call in progress (for reports)
@@ -182,11 +188,9 @@ class HierContext final : public NodeState {
   /// Where waiters sleep: the node's signal when oversubscribed, else null (spin/yield).
   NodeSignal* sleep_signal() const { return oversubscribed && sleep_now_ ? &slots_[0].signal : nullptr; }
   /// Before a blocking call whose mean block is `mean_block` bytes: with AGX_WAIT=auto on
-  /// an oversubscribed node, waiters yield for small calls and sleep for large ones
-  /// (measured at N = 4 on 2 cores: yielding 0.3-0.9x Open MPI's time up to 64 KiB per
-  /// rank where sleeping was 0.6-2x; sleeping 0.7-0.8x from 1 MiB where yielding was
-  /// 1.2-1.3x); with more than two ranks per core they sleep in every call.
-  void wait_style_for(std::size_t mean_block);
+  /// an oversubscribed node, waiters yield or sleep as the size class's trials decided
+  /// (wait_choice.hpp; a trial call: time it, record_wait_trial); AGX_WAIT=sleep: sleep.
+  WaitPick wait_style_for(std::size_t mean_block);
   /// After every flag store of this rank: wakes sleeping local ranks.
   void notify() {
     if (topo.node_may_sleep) hier::notify(slots_[0].signal);
@@ -329,8 +333,7 @@ class HierContext final : public NodeState {
   std::uint64_t gen_ = 0;
   std::uint64_t synced_ = 0;
   std::array<std::uint64_t, 2> last_use_{};
-  bool sleep_now_ = true;     ///< wait_style_for
-  bool sleep_small_ = false;  ///< sleep in small calls too: AGX_WAIT=sleep, or > 2 ranks per core
+  bool sleep_now_ = true;  ///< wait_style_for
   std::uint64_t grows_ = 0;
   unsigned leader_tag_ = 0;
   std::map<AlgorithmChoice, Schedule> inter_;

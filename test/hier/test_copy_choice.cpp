@@ -1,12 +1,16 @@
 // MPI test of the choice between staged and single copy by timing the first calls of
-// each size class (lib/hier/copy_choice.hpp).
+// each size class (lib/hier/copy_choice.hpp), and on an oversubscribed node of the
+// choice between yielding and sleeping (lib/hier/wait_choice.hpp) that runs beside it.
 //
 // On one communicator: 12 blocking shared_memory calls of each of 8 KiB, 16 KiB, 64 KiB,
 // 256 KiB and 1 MiB per rank, in turn (so the classes' trials interleave), each with new data that
 // is checked in full. Then every rank must have decided every class, and the same way
 // as every other rank (gathered with PMPI_Allgather), its staged and single-copy call
 // counts must add up to the calls made, and no call may have taken the other copies
-// than the rank's peers (the counts are equal everywhere). Usage:
+// than the rank's peers (the counts are equal everywhere). Where the node is
+// oversubscribed with AGX_WAIT=auto, every size's wait class must likewise have made its
+// 8 trial calls and decided, the same way on every rank; elsewhere (a core per rank,
+// AGX_WAIT=yield or sleep) no wait trial may have run. Usage:
 //   test_copy_choice trials     the default: every class decided after its trials
 //   test_copy_choice forced     AGX_CMA_MIN_BYTES is set: no trials, nothing decided
 //   test_copy_choice staged     AGX_CMA=0: no trials, every call staged
@@ -76,6 +80,11 @@ int main(int argc, char** argv) {
     mine.push_back(t.calls);
     mine.push_back(t.decided);
   }
+  for (const std::size_t m : sizes) {
+    const agx::hier::TimedTrials& w = h.wait_trials[static_cast<std::size_t>(agx::hier::wait_class_of(m))];
+    mine.push_back(w.calls);
+    mine.push_back(w.decided);
+  }
   mine.push_back(static_cast<long>(h.staged_calls));
   mine.push_back(static_cast<long>(h.single_copy_calls));
   std::vector<long> all(mine.size() * static_cast<std::size_t>(n));
@@ -85,8 +94,8 @@ int main(int argc, char** argv) {
     if (!std::equal(mine.begin(), mine.end(), all.begin() + static_cast<long>(r * mine.size())))
       fail(rank, "rank " + std::to_string(r) + " saw other trials, decisions or call counts than rank 0");
   const long made = calls * static_cast<long>(std::size(sizes));
-  if (n > 1 && mine[2 * nsizes] + mine[2 * nsizes + 1] != made)
-    fail(rank, "staged " + std::to_string(mine[2 * nsizes]) + " + single copy " + std::to_string(mine[2 * nsizes + 1]) +
+  if (n > 1 && mine[4 * nsizes] + mine[4 * nsizes + 1] != made)
+    fail(rank, "staged " + std::to_string(mine[4 * nsizes]) + " + single copy " + std::to_string(mine[4 * nsizes + 1]) +
                    " calls, not " + std::to_string(made));
   for (std::size_t s = 0; s < std::size(sizes) && n > 1; ++s) {
     const long trials = mine[2 * s], decided = mine[2 * s + 1];
@@ -95,12 +104,20 @@ int main(int argc, char** argv) {
     if (mode == "trials" && h.cma && (trials != 6 || decided < 0)) fail(rank, what + " (expected 6, decided)");
     if (mode != "trials" && (trials != 0 || decided != -1)) fail(rank, what + " (expected none)");
   }
-  if (mode == "staged" && n > 1 && mine[2 * nsizes + 1] != 0) fail(rank, "single copy with AGX_CMA=0");
-  if (mode == "forced" && n > 1 && mine[2 * nsizes] != 0) fail(rank, "staged calls with AGX_CMA_MIN_BYTES=0");
+  const bool wait_trials = h.oversubscribed && !h.sleep_forced;
+  for (std::size_t s = 0; s < std::size(sizes) && n > 1; ++s) {
+    const long trials = mine[2 * nsizes + 2 * s], decided = mine[2 * nsizes + 2 * s + 1];
+    const std::string what = std::to_string(sizes[s]) + " B: " + std::to_string(trials) +
+                             " wait trial calls, decision " + std::to_string(decided);
+    if (wait_trials && (trials != 8 || decided < 0)) fail(rank, what + " (expected 8, decided)");
+    if (!wait_trials && (trials != 0 || decided != -1)) fail(rank, what + " (expected none)");
+  }
+  if (mode == "staged" && n > 1 && mine[4 * nsizes + 1] != 0) fail(rank, "single copy with AGX_CMA=0");
+  if (mode == "forced" && n > 1 && mine[4 * nsizes] != 0) fail(rank, "staged calls with AGX_CMA_MIN_BYTES=0");
   if (rank == 0)
-    std::printf("test_copy_choice %s N=%d: %s (single copy %s; staged %ld, single copy %ld calls)\n",
-                mode.c_str(), n, failures ? "FAIL" : "ok", h.cma ? "works" : "unavailable", mine[2 * nsizes],
-                mine[2 * nsizes + 1]);
+    std::printf("test_copy_choice %s N=%d: %s (single copy %s; staged %ld, single copy %ld calls; waits %s)\n",
+                mode.c_str(), n, failures ? "FAIL" : "ok", h.cma ? "works" : "unavailable", mine[4 * nsizes],
+                mine[4 * nsizes + 1], wait_trials ? "timed" : "fixed");
   int worst = failures;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Finalize();

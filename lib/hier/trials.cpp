@@ -1,0 +1,48 @@
+// Two ways of a call timed on the calls themselves (trials.hpp).
+
+#include "hier/trials.hpp"
+
+#include "hier/hier_context.hpp"
+
+#include <algorithm>
+
+namespace agx::hier {
+namespace {
+
+std::uint64_t nanoseconds(double seconds) {
+  return static_cast<std::uint64_t>(std::min(seconds, 1e9) * 1e9);
+}
+
+}  // namespace
+
+TrialPick pick_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan,
+                   TrialWords (*words)(Slot&, int)) {
+  if (t.decided >= 0) return {t.decided, false};
+  if (t.calls < 2 * plan.calls_each) return {(t.calls / plan.period) % 2, true};
+  if (h.gen() + 1 < t.ended + 2) return {};  // the peers' times may not be visible yet
+  std::uint64_t worst[2] = {0, 0};
+  bool same = true;
+  for (int j = 0; j < h.topo.local_size(); ++j) {
+    const TrialWords w = words(h.slot(j), c);
+    same = same && w.gen->load(std::memory_order_acquire) == t.ended;
+    for (int k = 0; k < 2; ++k) worst[k] = std::max(worst[k], w.ns[k].load(std::memory_order_relaxed));
+  }
+  // (Ranks whose trials ended at other calls made other calls: an erroneous program,
+  // whose counts the copies report as disagreeing. Way 0, as before any trial.)
+  t.decided = same && worst[1] < worst[0] ? 1 : 0;
+  return {t.decided, false};
+}
+
+void record_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan, const TrialPick& pick,
+                double seconds, TrialWords (*words)(Slot&, int)) {
+  if (!pick.trial) return;
+  double& best = t.best[pick.way];
+  best = std::min(best, seconds);
+  if (++t.calls < 2 * plan.calls_each) return;
+  const TrialWords own = words(h.own_slot(), c);
+  for (int k = 0; k < 2; ++k) own.ns[k].store(nanoseconds(t.best[k]), std::memory_order_relaxed);
+  t.ended = h.gen();
+  own.gen->store(t.ended, std::memory_order_release);
+}
+
+}  // namespace agx::hier

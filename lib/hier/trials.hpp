@@ -1,0 +1,61 @@
+#pragma once
+// Choosing between two ways of running a call by timing the calls themselves, per size
+// class of the call (the copies, copy_choice.hpp; how ranks wait, wait_choice.hpp):
+//
+//   trial calls of a class   the first 2·each calls of the class take way (k / period) % 2
+//                            in their k-th call; each rank keeps its best time of each way
+//   end of the trials (gen g) each rank publishes both times and g in its slot
+//   a call at gen >= g + 2   every rank reads every local rank's times (published before
+//                            that rank's call g + 1, whose flags this rank has read) and
+//                            takes, for good, the way whose slowest rank was faster; calls
+//                            between g and g + 2 take way 0
+//
+// Every rank takes the same way in every call: the trial calls follow from the count of
+// the class's calls, the same everywhere, and the decision from the same published words.
+// A call that is not timed (not recorded) does not count: the next one takes its way.
+
+#include <atomic>
+#include <cstdint>
+
+namespace agx::hier {
+
+class HierContext;
+struct Slot;
+
+/// What a rank keeps per size class.
+struct TimedTrials {
+  int calls = 0;                    ///< trial calls made
+  double best[2] = {1e300, 1e300};  ///< best seconds of each way
+  std::uint64_t ended = 0;          ///< gen of the last trial call (0: trials not over)
+  int decided = -1;                 ///< -1 undecided, else the way taken for good
+};
+
+/// The words of one size class's trials in a rank's slot (shared with the node).
+struct TrialWords {
+  std::atomic<std::uint64_t>* ns;  ///< [2]: the best times (ns) of each way
+  std::atomic<std::uint64_t>* gen;  ///< the gen of the last trial call
+};
+
+/// How a choice runs its trials: calls of each way, and how many calls in a row take one
+/// way before the other (1: alternate).
+struct TrialPlan {
+  int calls_each = 3;
+  int period = 1;
+};
+
+/// The way a call takes: `trial` when it is a trial call (time it: record_way).
+struct TrialPick {
+  int way = 0;
+  bool trial = false;
+};
+
+/// Before a call of size class `c` whose trials are `t`: its way. `words(slot, c)` gives
+/// the class's words in a slot.
+TrialPick pick_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan,
+                   TrialWords (*words)(Slot&, int));
+
+/// After a trial call ran without error on this rank: its time.
+void record_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan, const TrialPick& pick,
+                double seconds, TrialWords (*words)(Slot&, int));
+
+}  // namespace agx::hier

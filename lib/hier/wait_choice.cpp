@@ -1,0 +1,37 @@
+// Yield or sleep by timing the first calls of each size class (wait_choice.hpp).
+
+#include "hier/wait_choice.hpp"
+
+#include "hier/hier_context.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace agx::hier {
+namespace {
+
+// Each way in two calls in a row, four calls of each.
+constexpr TrialPlan plan{4, 2};
+
+TrialWords words(Slot& s, int c) { return {s.wait_trial_ns[c], &s.wait_trial_gen[c]}; }
+
+}  // namespace
+
+int wait_class_of(std::size_t mean) {
+  const int c = static_cast<int>(std::bit_width(mean)) - 10;  // below 1 KiB -> 0
+  return std::clamp(c, 0, wait_classes - 1);
+}
+
+WaitPick choose_wait(HierContext& h, std::size_t mean) {
+  const int c = wait_class_of(mean);
+  const TrialPick p = pick_way(h, h.wait_trials[static_cast<std::size_t>(c)], c, plan, words);
+  return {p.way == 1, p.trial ? c : -1};
+}
+
+void record_wait_trial(HierContext& h, const WaitPick& w, double seconds) {
+  if (w.trial_class < 0) return;
+  record_way(h, h.wait_trials[static_cast<std::size_t>(w.trial_class)], w.trial_class, plan,
+             TrialPick{w.sleep ? 1 : 0, true}, seconds, words);
+}
+
+}  // namespace agx::hier
