@@ -61,6 +61,9 @@ Timing:
   --passes P         batches per candidate, method and size (default 5)
   --batch-seconds S  target length of one batch (default 0.02)
   --max-iters I      iterations per batch at most (default 1000)
+  --warmup W         untimed calls per candidate and size before it is timed (default
+                     16, as OSU skips its first calls): what a library learns on its
+                     first calls of a size (agx's copy and wait trials) is not timed
 Output:
   --csv FILE         rows as CSV (machine, MPI library, N... as '# key: value' lines first)
   --json FILE        the same as one JSON document {"meta": {...}, "rows": [...]}
@@ -262,6 +265,10 @@ Settings parse(int argc, char** argv, int rank) {
   value("--max-iters", [&](Text v) {
     s.max_iters = number<int>("--max-iters", v);
     if (s.max_iters < 1) bad_value("--max-iters", "must be at least 1, not '" + v + "'");
+  });
+  value("--warmup", [&](Text v) {
+    s.warmup = number<int>("--warmup", v);
+    if (s.warmup < 0) bad_value("--warmup", "must be at least 0, not '" + v + "'");
   });
   value("--csv", [&](Text v) { s.csv = v; });
   value("--json", [&](Text v) { s.json = v; });

@@ -51,6 +51,7 @@ struct Settings {
   int passes = 5;                   ///< interleaved batches per candidate and size
   double batch_seconds = 0.02;      ///< target length of one batch
   int max_iters = 1000;             ///< iterations per batch at most
+  int warmup = 16;                  ///< untimed calls per candidate and size before its first batch
   std::string csv, json;            ///< output files (empty: none)
   std::string table = "wide";       ///< wide | long | none
   int progress = -1;                ///< 1 on, 0 off, -1 when stderr is a terminal
