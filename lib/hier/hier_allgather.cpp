@@ -158,6 +158,16 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   }
 }
 
+// One size class's trials for agx-info (describe): " <size> B <way taken or in trial>
+// (<best of way 0> / <best of way 1> us here)".
+void print_trials(std::ostream& os, const std::string& size, const TimedTrials& t,
+                  const char* way0, const char* way1) {
+  os << " " << size << " B " << (t.decided == 1 ? way1 : t.decided == 0 ? way0 : "in trial");
+  if (t.ended > 0)
+    os << " (" << std::fixed << std::setprecision(1) << t.best[0] * 1e6 << " / "
+       << t.best[1] * 1e6 << std::defaultfloat << " us here)";
+}
+
 }  // namespace
 
 HierContext& hier_context(CommContext& ctx) {
@@ -255,11 +265,8 @@ std::string describe(CommContext& ctx) {
       const TimedTrials& w = h.wait_trials[static_cast<std::size_t>(c)];
       if (w.calls == 0) continue;
       any = true;
-      os << " " << (c == 0 ? std::string("< 1024") : std::to_string(std::size_t{512} << c)) << " B "
-         << (w.decided == 1 ? "sleep" : w.decided == 0 ? "yield" : "in trial");
-      if (w.ended > 0)
-        os << " (" << std::fixed << std::setprecision(1) << w.best[0] * 1e6 << " / "
-           << w.best[1] * 1e6 << std::defaultfloat << " us here)";
+      print_trials(os, c == 0 ? std::string("< 1024") : std::to_string(std::size_t{512} << c), w,
+                   "yield", "sleep");
     }
     if (!any) os << " none yet";
   }
@@ -282,11 +289,7 @@ std::string describe(CommContext& ctx) {
         const CopyTrials& t = h.copy_trials[static_cast<std::size_t>(c)];
         if (t.calls == 0) continue;
         any = true;
-        os << " " << (trial_min_bytes << c) << " B "
-           << (t.decided == 1 ? "single copy" : t.decided == 0 ? "staged" : "in trial");
-        if (t.ended > 0)
-          os << " (" << std::fixed << std::setprecision(1) << t.best[0] * 1e6 << " / "
-             << t.best[1] * 1e6 << std::defaultfloat << " us here)";
+        print_trials(os, std::to_string(trial_min_bytes << c), t, "staged", "single copy");
       }
       if (!any) os << " none yet";
     }

@@ -117,38 +117,26 @@ std::size_t inter_rounds(AlgorithmChoice a, int nnodes) {
   return it->second;
 }
 
-Schedule shared_memory(int n, int rank) {
-  Schedule s{n, rank, {}};
-  if (n == 1) {
-    add_own_copy(s);
-    return s;
-  }
-  s.rounds.resize(2);
-  add_node_op(s.rounds[0], NodeOp::Kind::put, {{rank, 1}});
-  add_node_op(s.rounds[0], NodeOp::Kind::signal, {{rank, 1}});
-  std::vector<BlockSpan> others;
-  if (rank > 0) others.push_back({0, rank});
-  if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
-  add_node_op(s.rounds[1], NodeOp::Kind::wait, others);
-  add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(others));
-  add_own_copy(s);
-  return s;
-}
-
-Schedule shared_memory_direct(int n, int rank) {
+// shared_memory's two rounds: the own block placed (put, or written into the peers'
+// buffers) and signalled, then every other block waited for (and got from the segment,
+// unless written).
+Schedule one_node(int n, int rank, bool direct) {
   Schedule s{n, rank, {}};
   if (n > 1) {
     s.rounds.resize(2);
-    add_node_op(s.rounds[0], NodeOp::Kind::write, {{rank, 1}});
+    add_node_op(s.rounds[0], direct ? NodeOp::Kind::write : NodeOp::Kind::put, {{rank, 1}});
     add_node_op(s.rounds[0], NodeOp::Kind::signal, {{rank, 1}});
     std::vector<BlockSpan> others;
     if (rank > 0) others.push_back({0, rank});
     if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
-    add_node_op(s.rounds[1], NodeOp::Kind::wait, std::move(others));
+    add_node_op(s.rounds[1], NodeOp::Kind::wait, others);
+    if (!direct) add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(others));
   }
   add_own_copy(s);
   return s;
 }
+
+Schedule shared_memory(int n, int rank) { return one_node(n, rank, false); }
 
 Schedule hierarchical(const NodeShape& shape, int rank) {
   const int n = static_cast<int>(shape.node_of.size());
@@ -243,11 +231,11 @@ Schedule plan_node_algorithm(Algorithm a, const NodeShape& shape, int rank) {
   if (a == Algorithm::shared_memory) {
     if (normalize(shape.node_of).members.size() != 1)
       throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve ranks on several nodes");
-    return shape.direct_write ? shared_memory_direct(n, rank) : shared_memory(n, rank);
+    return one_node(n, rank, shape.direct_write);
   }
   if (a == Algorithm::hierarchical) {
     if (shape.direct_write && normalize(shape.node_of).members.size() == 1)
-      return shared_memory_direct(n, rank);  // (hierarchical on one node is shared_memory)
+      return one_node(n, rank, true);  // (hierarchical on one node is shared_memory)
     return hierarchical(shape, rank);
   }
   throw Error(MPI_ERR_ARG, "agx: '" + std::string(to_string(a)) + "' is not a node-level algorithm");
