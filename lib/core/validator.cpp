@@ -238,6 +238,9 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           if (to_segment ? segment[node(r)][b] : held[r][b])
             return where(k, r) + "receives block " + std::to_string(b) + " twice" +
                    (to_segment ? " into its node's segment" : "");
+          if (to_segment && writer[node(r)][b] >= 0)
+            return where(k, r) + "receives block " + std::to_string(b) + " into its node's segment, which rank " +
+                   std::to_string(writer[node(r)][b]) + " wrote into its node's buffers";
           if (to_segment) {
             seg_arrivals.emplace_back(node(r), b);
             receiver[node(r)][b] = r;

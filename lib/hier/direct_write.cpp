@@ -52,7 +52,8 @@ struct Descriptor {
 static_assert(std::is_trivially_copyable_v<Descriptor> &&
               sizeof(Descriptor) <= InlineBlock::capacity);
 
-// Round 2's statuses; every rank acts on the largest.
+// The statuses the schedule's signals publish; every rank acts on the largest, its own
+// included.
 constexpr std::uint64_t written = 0, cannot_map = 1, counts_differ = 2;
 
 // Publishes `mine` in this rank's flag line for call `gen` (the discipline of the
@@ -143,6 +144,7 @@ class DirectWrites final : public hier::OneNodeCopies {
                    src, bytes);
       }
     }
+    worst_ = std::max(worst_, status_);  // (this rank's own status counts as its peers' do)
     if (signal) publish(h_, gen_, status_);
   }
 
@@ -217,7 +219,8 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   }
   if (total == 0 || total / static_cast<std::size_t>(t.size) < s.min_bytes) return false;
   h.prepare_node();
-  h.wait_style_for(total / static_cast<std::size_t>(t.size));
+  const WaitPick wait = h.wait_style_for(total / static_cast<std::size_t>(t.size));
+  const double started = wait.trial_class >= 0 ? MPI_Wtime() : 0.0;  // (a wait trial: timed)
   const int me = t.rank;
 
   Descriptor mine;
@@ -251,6 +254,7 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   if (run_local_rounds(h.direct_write_schedule, false, node, buffers, layout, pause))
     std::rethrow_exception(node.disagreement());
   if (node.fell_back()) return false;  // the usual path rewrites every block
+  record_wait_trial(h, wait, MPI_Wtime() - started);
   calls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
@@ -88,7 +89,17 @@ bool find_shared(const void* p, std::size_t bytes, SharedView& out) {
   return true;
 }
 
+namespace {
+std::atomic<bool> refusing{false};  // refuse_peer_maps
+}  // namespace
+
+void refuse_peer_maps(bool refuse) { refusing.store(refuse, std::memory_order_relaxed); }
+
 std::byte* map_peer_region(const RegionHandle& region, std::string& error) {
+  if (refusing.load(std::memory_order_relaxed)) {
+    error = "mapping refused (test seam)";
+    return nullptr;
+  }
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   const auto key = std::make_pair(region.nonce, region.serial);

@@ -5,8 +5,8 @@
 // forced shared_memory, out of place and in place, the v form with zero blocks, gaps and
 // reversed order, a forced point-to-point algorithm (never direct), a region freed and
 // another allocated between calls (often at the same address), one rank receiving into
-// ordinary memory (the usual path for all), and disagreeing counts (MPI_ERR_TRUNCATE on
-// every rank). Run with AGX_DIRECT_WRITE_MIN_BYTES=0 so that small blocks take the path.
+// ordinary memory (the usual path for all), one rank that cannot map its peers' regions
+// (the usual path for all), and disagreeing counts (MPI_ERR_TRUNCATE on every rank). Run with AGX_DIRECT_WRITE_MIN_BYTES=0 so that small blocks take the path.
 
 #include <agx/agx.hpp>
 #include <agx/allocate.hpp>
@@ -198,6 +198,24 @@ int main(int argc, char** argv) {
     c.name += " in place";
     run_case(c, ++salt, region, bytes, 64);
     if (c.shared) agx::deallocate(region);
+  }
+  // One rank cannot map its peers' regions (the test seam refuse_peer_maps): it writes
+  // nothing and says so, and every rank takes the usual path, that one included.
+  if (size > 1) {
+    Case c{"last rank cannot map", agx::Algorithm::automatic, false, false};
+    c.expect_direct = false;
+    const std::size_t bytes = region_for(c.block);
+    auto* region = static_cast<unsigned char*>(agx::allocate(bytes));
+    agx::hier::refuse_peer_maps(rank == size - 1);
+    run_case(c, ++salt, region, bytes, 32);
+    c.name += ", v in place";
+    c.in_place = c.v_form = true;
+    run_case(c, ++salt, region, bytes, 32);
+    agx::hier::refuse_peer_maps(false);
+    c.name = "mapping again";
+    c.expect_direct = true;
+    run_case(c, ++salt, region, bytes, 32);
+    agx::deallocate(region);
   }
   // Disagreeing counts: the last rank's own block is one byte longer in its layout.
   if (size > 1) {

@@ -678,6 +678,13 @@ TEST_CASE("node validator: broken direct-write schedules are rejected", "[node]"
     s[0].rounds[0].recvs.push_back({1, {{1, 1}}, Place::buffer, Level::node});
     CHECK_THAT(validate(s, shape.node_of), Catch::Contains("receives block 1 twice"));
   }
+  SECTION("a written block also received into the segment") {
+    auto s = good;
+    s[1].rounds[0].sends.push_back({0, {{1, 1}}, Place::buffer, Level::node});
+    s[0].rounds[0].recvs.push_back({1, {{1, 1}}, Place::segment, Level::node});
+    CHECK_THAT(validate(s, shape.node_of),
+               Catch::Contains("round 0, rank 0: receives block 1 into its node's segment, which rank 1 wrote"));
+  }
   SECTION("a get of a written block: the segment never holds it") {
     auto s = good;
     s[0].rounds[1].node.push_back({NodeOp::Kind::get, {{1, 1}}});

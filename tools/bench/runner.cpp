@@ -215,6 +215,14 @@ std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const RunEnv& e
     verify(x, s, env.ip, cands[i], checked[i]);
   }
 
+  // Untimed calls first (--warmup): a library's first calls of a size may learn (agx's
+  // copy and wait trials, docs/hierarchy.md), as OSU's skipped iterations allow for.
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    if (checked[i].status != "ok") continue;
+    const Call warm = timed_call(x, cands[i]);  // (an error on one rank aborts the job, as timed)
+    for (int w = 0; w < s.warmup; ++w) warm();
+  }
+
   // Iterations per batch from a probe of the first runnable candidate (the MPI
   // library when present), decided on rank 0 for everyone.
   const auto first = std::find_if(checked.begin(), checked.end(), [](const Outcome& o) { return o.status == "ok"; });
@@ -229,12 +237,6 @@ std::vector<Outcome> run_point(MPI_Comm comm, const Settings& s, const RunEnv& e
   MPI_Bcast(&probe, 1, MPI_DOUBLE, 0, comm);
   const double want = std::max(3.0, s.batch_seconds / std::max(probe, 1e-7));
   const int iters = static_cast<int>(std::min(want, static_cast<double>(s.max_iters)));
-
-  // Untimed calls first (--warmup): a library's first calls of a size may learn (agx's
-  // copy and wait trials, docs/hierarchy.md), as OSU's skipped iterations allow for.
-  for (std::size_t i = 0; i < cands.size(); ++i)
-    if (checked[i].status == "ok")
-      for (int w = 0; w < s.warmup; ++w) call(x, cands[i]);
 
   // The window method sizes each candidate's window from its own time (barrier method,
   // median of 5 calls); a batch that misses more than half of its starts doubles it for
