@@ -88,7 +88,7 @@ struct alignas(64) Slot {
   /// times (ns; staged, single copy) and the generation of its last trial call.
   std::atomic<std::uint64_t> trial_ns[copy_classes][2] = {};
   std::atomic<std::uint64_t> trial_gen[copy_classes] = {};
-  /// Yield against sleep (wait_choice.hpp), likewise: best times (ns; yield, sleep), gen.
+  /// Yield against sleep (wait_choice.hpp), likewise: median times (ns; yield, sleep), gen.
   std::atomic<std::uint64_t> wait_trial_ns[wait_classes][2] = {};
   std::atomic<std::uint64_t> wait_trial_gen[wait_classes] = {};
   alignas(64) NodeSignal signal;  ///< local rank 0's slot only: the node's wake-up word (wait.hpp)

@@ -29,16 +29,24 @@ TrialPick pick_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan,
   }
   // (Ranks whose trials ended at other calls made other calls: an erroneous program,
   // whose counts the copies report as disagreeing. Way 0, as before any trial.)
-  t.decided = same && worst[1] < worst[0] ? 1 : 0;
+  t.decided = same && static_cast<double>(worst[1]) < plan.margin * static_cast<double>(worst[0]) ? 1 : 0;
   return {t.decided, false};
 }
 
 void record_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan, const TrialPick& pick,
                 double seconds, TrialWords (*words)(Slot&, int)) {
   if (!pick.trial) return;
-  double& best = t.best[pick.way];
-  best = std::min(best, seconds);
+  int& n = t.count[pick.way];
+  if (n < max_trials_each) t.seconds[pick.way][n++] = seconds;
+  t.best[pick.way] = std::min(t.best[pick.way], seconds);
   if (++t.calls < 2 * plan.calls_each) return;
+  if (plan.median)
+    for (int k = 0; k < 2; ++k) {
+      double* v = t.seconds[k];
+      const int m = t.count[k];
+      std::sort(v, v + m);
+      t.best[k] = m == 0 ? 1e300 : m % 2 == 1 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+    }
   const TrialWords own = words(h.own_slot(), c);
   for (int k = 0; k < 2; ++k) own.ns[k].store(nanoseconds(t.best[k]), std::memory_order_relaxed);
   t.ended = h.gen();

@@ -3,7 +3,8 @@
 // class of the call (the copies, copy_choice.hpp; how ranks wait, wait_choice.hpp):
 //
 //   trial calls of a class   the first 2·each calls of the class take way (k / period) % 2
-//                            in their k-th call; each rank keeps its best time of each way
+//                            in their k-th call; each rank keeps its best time of each way,
+//                            or its median (TrialPlan::median)
 //   end of the trials (gen g) each rank publishes both times and g in its slot
 //   a call at gen >= g + 2   every rank reads every local rank's times (published before
 //                            that rank's call g + 1, whose flags this rank has read) and
@@ -22,10 +23,15 @@ namespace agx::hier {
 class HierContext;
 struct Slot;
 
+/// Trial calls of each way at most (TrialPlan::calls_each).
+inline constexpr int max_trials_each = 8;
+
 /// What a rank keeps per size class.
 struct TimedTrials {
   int calls = 0;                    ///< trial calls made
-  double best[2] = {1e300, 1e300};  ///< best seconds of each way
+  double best[2] = {1e300, 1e300};  ///< each way's best seconds, or median (TrialPlan::median)
+  double seconds[2][max_trials_each] = {};  ///< each way's trial times (count[way] of them)
+  int count[2] = {0, 0};
   std::uint64_t ended = 0;          ///< gen of the last trial call (0: trials not over)
   int decided = -1;                 ///< -1 undecided, else the way taken for good
 };
@@ -36,11 +42,18 @@ struct TrialWords {
   std::atomic<std::uint64_t>* gen;  ///< the gen of the last trial call
 };
 
-/// How a choice runs its trials: calls of each way, and how many calls in a row take one
-/// way before the other (1: alternate).
+/// How a choice runs its trials: calls of each way (at most max_trials_each), how many
+/// calls in a row take one way before the other (1: alternate), and what a rank makes of
+/// its times of a way: the best (what a way can do: the copies' speed), or the median
+/// (what it typically does: how long a wait takes, where a call that found its peers done
+/// already is as fast either way and the best would pick a way by chance).
+/// `margin`: way 1 is taken only where its slowest rank's time is below margin times way
+/// 0's (1: whichever is faster; less where a wrong way 1 costs more than a wrong way 0).
 struct TrialPlan {
   int calls_each = 3;
   int period = 1;
+  bool median = false;
+  double margin = 1.0;
 };
 
 /// The way a call takes: `trial` when it is a trial call (time it: record_way).

@@ -13,7 +13,16 @@
 // Size classes: the power of two at or below the mean block, class 0 below 1 KiB. Trial
 // calls take each way in two calls in a row (yield, yield, sleep, sleep, ...; four of
 // each), so that the copy choice's trials (staged and single copy alternating,
-// copy_choice.hpp) meet both ways. AGX_WAIT=yield or sleep: that way, no trials.
+// copy_choice.hpp) meet both ways. Each rank keeps its median time of each way, not its
+// best: a call that finds its peers done already takes as long either way, so the best of
+// each way came out alike and picked a way by chance (at 3 ranks on 2 cores a run picked
+// sleep for calls below 1 KiB and took 11x Open MPI's time, where yielding takes 0.9x).
+// And sleep must win clearly, by a slowest rank's median below 3/4 of yielding's: a trial
+// call's time also holds how late its peers came to it, which swung both ways' medians
+// alike (at 3 ranks, below 1 KiB: 19.7 against 18.3 us, 29.9 against 26.1 us, where
+// yielding then took 4 us a call and sleeping 45), and a wrong sleep costs up to 10x
+// where a wrong yield cost 1.3-1.6x (the AMD machine from 1 MiB).
+// AGX_WAIT=yield or sleep: that way, no trials.
 
 #include "hier/trials.hpp"
 
