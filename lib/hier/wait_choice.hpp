@@ -19,9 +19,10 @@
 // sleep for calls below 1 KiB and took 11x Open MPI's time, where yielding takes 0.9x).
 // And sleep must win clearly, by a slowest rank's median below 3/4 of yielding's: a trial
 // call's time also holds how late its peers came to it, which swung both ways' medians
-// alike (at 3 ranks, below 1 KiB: 19.7 against 18.3 us, 29.9 against 26.1 us, where
-// yielding then took 4 us a call and sleeping 45), and a wrong sleep costs up to 10x
-// where a wrong yield cost 1.3-1.6x (the AMD machine from 1 MiB).
+// alike (at 3 ranks and 1 KiB: 19.7 against 18.3 us, 29.9 against 26.1 us, where
+// yielding then took 4 us a call and sleeping 45; 3 of 8 runs slept at 1 KiB or below
+// without the margin, 0 of 8 with it), and a wrong sleep costs up to 10x where a wrong
+// yield cost 1.3-1.6x (the AMD machine from 1 MiB).
 // AGX_WAIT=yield or sleep: that way, no trials.
 
 #include "hier/trials.hpp"
