@@ -25,17 +25,13 @@ int copy_class_of(std::size_t mean) {
 
 LargeCopies choose_large_copies(HierContext& h, std::size_t mean) {
   if (!h.cma) return {};
-  if (const auto& forced = settings().cma_min_bytes) return {mean >= *forced, -1};
+  if (const auto& forced = settings().cma_min_bytes) return {mean >= *forced ? 1 : 0, -1};
   if (mean < trial_min_bytes) return {};
-  const int c = copy_class_of(mean);
-  const TrialPick p = pick_way(h, h.copy_trials[static_cast<std::size_t>(c)], c, plan, words);
-  return {p.way == 1, p.trial ? c : -1};
+  return pick_way(h, h.copy_trials.data(), copy_class_of(mean), plan, words);
 }
 
 void record_trial(HierContext& h, const LargeCopies& c, double seconds) {
-  if (c.trial_class < 0) return;
-  record_way(h, h.copy_trials[static_cast<std::size_t>(c.trial_class)], c.trial_class, plan,
-             TrialPick{c.single_copy ? 1 : 0, true}, seconds, words);
+  record_way(h, h.copy_trials.data(), plan, c, seconds, words);
 }
 
 }  // namespace agx::hier

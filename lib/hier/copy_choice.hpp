@@ -43,10 +43,8 @@ int copy_class_of(std::size_t mean);
 /// What a rank keeps per size class (HierContext::copy_trials; trials.hpp).
 using CopyTrials = TimedTrials;
 
-struct LargeCopies {
-  bool single_copy = false;
-  int trial_class = -1;  ///< >= 0: a trial call of this class; time it (record_trial)
-};
+/// Way 1: single copy, way 0: staged (trials.hpp).
+using LargeCopies = TrialPick;
 
 /// Before a blocking one-node call of block ranges whose mean block is `mean` bytes and
 /// whose largest block does not fit a flag line.

@@ -143,7 +143,7 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   } else if (largest <= InlineBlock::capacity) {
     ++h.inline_calls;
     copies = NodeCopies::flag_lines;
-  } else if (pieces == nullptr && (large = choose_large_copies(h, mean)).single_copy) {
+  } else if (pieces == nullptr && (large = choose_large_copies(h, mean)).way == 1) {
     copies = NodeCopies::single_copy;  // copy_choice.hpp: measured, or AGX_CMA_MIN_BYTES
     ++h.single_copy_calls;
   } else {

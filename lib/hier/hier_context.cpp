@@ -296,10 +296,10 @@ const Schedule& HierContext::inter_schedule(const AlgorithmChoice& a) {
 }
 
 WaitPick HierContext::wait_style_for(std::size_t mean_block) {
-  WaitPick pick;
-  if (!oversubscribed || sleep_forced) pick.sleep = sleep_forced;  // (not oversubscribed: never sleeps)
+  WaitPick pick;  // (not oversubscribed: never sleeps; AGX_WAIT=sleep: always)
+  if (!oversubscribed || sleep_forced) pick.way = sleep_forced ? 1 : 0;
   else pick = choose_wait(*this, mean_block);
-  sleep_now_ = pick.sleep;
+  sleep_now_ = pick.way == 1;
   return pick;
 }
 

@@ -51,10 +51,10 @@ bool deallocate_shared(void* p) noexcept;
 
 /// Regions this process owns / peer regions it maps (agx-info, tests).
 std::size_t owned_regions();
+std::size_t peer_mappings();
+
 /// Test seam (test/hier/test_direct_write.cpp): while set, map_peer_region fails in this
 /// process, cached mappings too, as for a peer whose region cannot be opened.
 void refuse_peer_maps(bool refuse);
-
-std::size_t peer_mappings();
 
 }  // namespace agx::hier

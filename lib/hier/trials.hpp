@@ -28,11 +28,12 @@ inline constexpr int max_trials_each = 8;
 
 /// What a rank keeps per size class.
 struct TimedTrials {
-  int calls = 0;                    ///< trial calls made
-  double best[2] = {1e300, 1e300};  ///< each way's best seconds, or median (TrialPlan::median)
+  int calls = 0;                            ///< trial calls made
   double seconds[2][max_trials_each] = {};  ///< each way's trial times (count[way] of them)
   int count[2] = {0, 0};
-  std::uint64_t ended = 0;          ///< gen of the last trial call (0: trials not over)
+  /// Once the trials are over: each way's best seconds, or median (TrialPlan::median)
+  double best[2] = {1e300, 1e300};
+  std::uint64_t ended = 0;                  ///< gen of the last trial call (0: trials not over)
   int decided = -1;                 ///< -1 undecided, else the way taken for good
 };
 
@@ -56,19 +57,19 @@ struct TrialPlan {
   double margin = 1.0;
 };
 
-/// The way a call takes: `trial` when it is a trial call (time it: record_way).
+/// The way a call takes, and its size class where it is a trial call (time it: record_way).
 struct TrialPick {
   int way = 0;
-  bool trial = false;
+  int trial_class = -1;  ///< >= 0: a trial call of this class
 };
 
-/// Before a call of size class `c` whose trials are `t`: its way. `words(slot, c)` gives
-/// the class's words in a slot.
-TrialPick pick_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan,
+/// Before a call of size class `c`: its way. `classes`: the choice's trials per class;
+/// `words(slot, c)`: the class's words in a slot.
+TrialPick pick_way(HierContext& h, TimedTrials* classes, int c, const TrialPlan& plan,
                    TrialWords (*words)(Slot&, int));
 
-/// After a trial call ran without error on this rank: its time.
-void record_way(HierContext& h, TimedTrials& t, int c, const TrialPlan& plan, const TrialPick& pick,
+/// After a call ran without error on this rank: its time, kept where it was a trial call.
+void record_way(HierContext& h, TimedTrials* classes, const TrialPlan& plan, const TrialPick& pick,
                 double seconds, TrialWords (*words)(Slot&, int));
 
 }  // namespace agx::hier

@@ -24,15 +24,11 @@ int wait_class_of(std::size_t mean) {
 }
 
 WaitPick choose_wait(HierContext& h, std::size_t mean) {
-  const int c = wait_class_of(mean);
-  const TrialPick p = pick_way(h, h.wait_trials[static_cast<std::size_t>(c)], c, plan, words);
-  return {p.way == 1, p.trial ? c : -1};
+  return pick_way(h, h.wait_trials.data(), wait_class_of(mean), plan, words);
 }
 
 void record_wait_trial(HierContext& h, const WaitPick& w, double seconds) {
-  if (w.trial_class < 0) return;
-  record_way(h, h.wait_trials[static_cast<std::size_t>(w.trial_class)], w.trial_class, plan,
-             TrialPick{w.sleep ? 1 : 0, true}, seconds, words);
+  record_way(h, h.wait_trials.data(), plan, w, seconds, words);
 }
 
 }  // namespace agx::hier

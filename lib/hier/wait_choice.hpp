@@ -38,11 +38,8 @@ inline constexpr int wait_classes = 24;
 /// The class of a mean block of `mean` bytes.
 int wait_class_of(std::size_t mean);
 
-/// How a call waits: sleep or yield, and whether it is a trial call (time it).
-struct WaitPick {
-  bool sleep = false;
-  int trial_class = -1;  ///< >= 0: a trial call of this class; time it (record_wait_trial)
-};
+/// How a call waits: way 1 sleeps, way 0 yields; a trial call is timed (record_wait_trial).
+using WaitPick = TrialPick;
 
 /// Before a blocking call whose mean block is `mean` bytes on a node where waiters may
 /// sleep with AGX_WAIT=auto.
