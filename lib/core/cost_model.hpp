@@ -256,11 +256,16 @@ struct NodeStageParams {
   int leaders = 1;
   std::optional<AlgorithmChoice> inter;
   bool direct_write = false;  ///< one node: shared_memory by direct write (NodeShape)
+  /// One node: shared_memory may read by single copy (NodeShape::single_copy), priced as
+  /// the faster of it and staging (lib/hier times the two on the first calls of a size
+  /// and keeps the faster)
+  bool single_copy = false;
 };
 
 /// shared_memory or hierarchical, priced from the schedule their planner makes for this
 /// placement (lib/core/planners/node_planner.cpp): puts and gets cost a flag synchronization plus
-/// their bytes at the copy rate (a write its bytes once per peer on the node), the leaders' messages as any other.
+/// their bytes at the copy rate (a write its bytes once per peer on the node, a read its
+/// bytes at the node level's point-to-point rate), the leaders' messages as any other.
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
                               const CostParams& params, bool in_place,
                               const NodeStageParams& stage = {},

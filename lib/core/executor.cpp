@@ -243,6 +243,7 @@ void Execution::put_round(const Round& round) {
   for (std::size_t i = 0; i < round.node.size(); ++i) {
     if (round.node[i].kind == NodeOp::Kind::put) node_->put(round.node[i], buffers_, layout_, !alone[i]);
     else if (round.node[i].kind == NodeOp::Kind::write) node_->write(round.node[i], buffers_, layout_, !alone[i]);
+    else if (round.node[i].kind == NodeOp::Kind::expose) node_->expose(round.node[i], buffers_, layout_, !alone[i]);
   }
 }
 
@@ -251,6 +252,24 @@ void NodeSegment::write(const NodeOp&, const Buffers&, const Layout&, bool) {
               "agx: a schedule writes into the peers' receive buffers (direct write) on node "
               "copies that cannot (only hier/direct_write.hpp's can)");
 }
+
+namespace {
+[[noreturn]] void not_single_copy(const char* what) {
+  throw Error(MPI_ERR_INTERN, std::string("agx: a schedule ") + what +
+                                  " (single copy) on node copies that cannot (only "
+                                  "hier/node_copies.hpp's SingleCopies can)");
+}
+}  // namespace
+
+void NodeSegment::expose(const NodeOp&, const Buffers&, const Layout&, bool) {
+  not_single_copy("exposes its own buffer");
+}
+
+bool NodeSegment::try_read(const NodeOp&, GetCursor&, const Buffers&, const Layout&) {
+  not_single_copy("reads from the peers' buffers");
+}
+
+bool NodeSegment::try_release(const NodeOp&) { not_single_copy("releases its own buffer"); }
 
 void Execution::signal_round(const Round& round) {
   const char* alone = alone_.data() + node_at_[round_];
@@ -381,8 +400,8 @@ void Execution::begin_local_round() {
     std::size_t gets = 0, waits = 0;
     put_round(round);
     for (const NodeOp& op : round.node) {
-      gets += op.kind == NodeOp::Kind::get;
-      waits += op.kind == NodeOp::Kind::wait;
+      gets += op.kind == NodeOp::Kind::get || op.kind == NodeOp::Kind::read;
+      waits += op.kind == NodeOp::Kind::wait || op.kind == NodeOp::Kind::release;
     }
     copy_round();
     if (gets + waits > 0) {
@@ -418,7 +437,9 @@ bool Execution::gets_done() {
   bool all = true;
   for (std::size_t i = 0, g = 0; i < ops.size(); ++i) {
     if (ops[i].kind == NodeOp::Kind::get) all = node_->try_get(ops[i], cursors_[g++], buffers_, layout_) && all;
+    else if (ops[i].kind == NodeOp::Kind::read) all = node_->try_read(ops[i], cursors_[g++], buffers_, layout_) && all;
     else if (ops[i].kind == NodeOp::Kind::wait && alone[i]) all = node_->try_wait(ops[i]) && all;
+    else if (ops[i].kind == NodeOp::Kind::release) all = node_->try_release(ops[i]) && all;
   }
   return all;
 }
@@ -614,7 +635,7 @@ void Execution::post_transfers(const Round& round, bool checksums) {
   if (node_ != nullptr) {
     std::size_t gets = 0;
     put_round(round);
-    for (const NodeOp& op : round.node) gets += op.kind == NodeOp::Kind::get;
+    for (const NodeOp& op : round.node) gets += op.kind == NodeOp::Kind::get || op.kind == NodeOp::Kind::read;
     cursors_.assign(gets, GetCursor{});
     for (const Transfer& t : round.recvs) segment_recvs_ = segment_recvs_ || t.place == Place::segment;
   }
@@ -834,9 +855,13 @@ void Execution::stalled() {
   if (node_ != nullptr && round_ < schedule_.rounds.size()) {
     const auto& ops = schedule_.rounds[round_].node;
     for (std::size_t i = 0, g = 0; i < ops.size(); ++i)
-      if (ops[i].kind == NodeOp::Kind::get) {
+      if (ops[i].kind == NodeOp::Kind::get || ops[i].kind == NodeOp::Kind::read) {
         const std::string what = node_->waiting_for(ops[i], cursors_[g++]);
-        line += what.empty() ? "; node gets done" : "; node get waiting for " + what;
+        const std::string name = node_op_name(ops[i].kind);
+        line += what.empty() ? "; node " + name + "s done" : "; node " + name + " waiting for " + what;
+      } else if (ops[i].kind == NodeOp::Kind::release) {
+        const std::string what = node_->waiting_for(ops[i], GetCursor{});
+        if (!what.empty()) line += "; node release waiting for " + what;
       }
   } else if (node_ != nullptr) {
     line += "; every round done, waiting for " + node_->finish_waiting_for();

@@ -2,9 +2,10 @@
 // The round engine's blocking lane for schedules without messages (docs/algorithms.md,
 // "One engine"): a node schedule on one node, run to completion on the calling thread.
 // It runs a rank's schedule exactly as the polled lane (Execution::start + test,
-// executor.hpp) does: per round, its puts and writes (each raising its flag where its
-// round signals it), its copies, then each get and each wait that no get covers, then the signals that
-// no put makes; after the last round finish(), then finished(). The difference is only
+// executor.hpp) does: per round, its puts, writes and exposes (each raising its flag
+// where its round signals it), its copies, then each get and read, each release and each
+// wait that no get or read covers, then the signals that no put makes; after the last
+// round finish(), then finished(). The difference is only
 // in how it waits: for one operation at a time, through `pause`, instead of polling the
 // whole round through test(). A round's gets and waits wait only for other ranks'
 // earlier rounds (the validator's rule), so taking them one at a time cannot deadlock.
@@ -66,13 +67,18 @@ bool run_local_rounds(const Schedule& s, bool flags_with_copies, Segment& node,
     for (const NodeOp& op : round.node) {
       if (op.kind == K::put) node.put(op, buffers, layout, flags_with_copies || paired(round, op));
       else if (op.kind == K::write) node.write(op, buffers, layout, flags_with_copies || paired(round, op));
+      else if (op.kind == K::expose) node.expose(op, buffers, layout, flags_with_copies || paired(round, op));
     }
     make_copies(round, buffers, layout);
     for (const NodeOp& op : round.node) {
-      if (op.kind == K::get) {
+      if (op.kind == K::get || op.kind == K::read) {
         GetCursor cursor;
-        detail::await_operation(node, pause,
-                                [&] { return node.try_get(op, cursor, buffers, layout); });
+        detail::await_operation(node, pause, [&] {
+          return op.kind == K::get ? node.try_get(op, cursor, buffers, layout)
+                                   : node.try_read(op, cursor, buffers, layout);
+        });
+      } else if (op.kind == K::release) {
+        detail::await_operation(node, pause, [&] { return node.try_release(op); });
       } else if (op.kind == K::wait && !flags_with_copies && !paired(round, op)) {
         detail::await_operation(node, pause, [&] { return node.try_wait(op); });
       }

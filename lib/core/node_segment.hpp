@@ -37,6 +37,20 @@ class NodeSegment {
   /// flag rises once every copy is made. Never waits. Only a segment made for direct
   /// write serves it; any other: MPI_ERR_INTERN.
   virtual void write(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal);
+  /// Leaves the op's blocks (the own block, in `mine`) where they lie for the node's
+  /// other ranks to read (single copy); `signal`: the round signals them, so the flag
+  /// publishes their place. Never waits. Only single-copy segments serve it; any other:
+  /// MPI_ERR_INTERN.
+  virtual void expose(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal);
+  /// Copies into `mine`, straight from their owners' buffers, whatever of the op's blocks
+  /// their owners have exposed, from `cursor` on, without waiting; true once every block
+  /// is copied, and then this rank is done with its owners' buffers (it tells them).
+  /// Only single-copy segments serve it; any other: MPI_ERR_INTERN.
+  virtual bool try_read(const NodeOp& op, GetCursor& cursor, const Buffers& mine,
+                        const Layout& layout);
+  /// Whether every other local rank is done reading the op's blocks (this rank exposed
+  /// them); never waits. Only single-copy segments serve it; any other: MPI_ERR_INTERN.
+  virtual bool try_release(const NodeOp& op);
   /// A signal that no put or write of its round makes: the blocks are in the segment (put by this
   /// rank in an earlier round, or received into it by this rank): raise their flags.
   virtual void signal(const NodeOp& op) = 0;
@@ -65,7 +79,8 @@ class NodeSegment {
   /// (a single copy's peers read the caller's own buffer: it stays the call's until they
   /// are through). Never waits.
   virtual bool finished() { return true; }
-  /// For AGX_TIMEOUT's report: what the get waits for; empty when it is complete.
+  /// For AGX_TIMEOUT's report: what the get (read, release) waits for; empty when it is
+  /// complete.
   virtual std::string waiting_for(const NodeOp& op, const GetCursor& cursor) const = 0;
   /// After a try_get or finished() that returned false: the flag word it waits for and
   /// the value it read there (word null: none recorded). A blocking caller on one node

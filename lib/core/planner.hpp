@@ -54,6 +54,9 @@ struct NodeShape {
   /// One node whose every receive buffer the node can map (agx::allocate, MPI_Alloc_mem):
   /// shared_memory writes each block straight into the peers' buffers (direct write)
   bool direct_write = false;
+  /// One node, heap buffers: shared_memory reads each block straight from its owner's
+  /// buffer (single copy, process_vm_readv) instead of staging it through the segment
+  bool single_copy = false;
 };
 
 /// The inter-node algorithm of a hierarchical call: `forced`, else direct for one node,

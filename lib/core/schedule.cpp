@@ -58,12 +58,22 @@ const char* level_name(Level l) {
 
 bool paired(const Round& round, const NodeOp& op) {
   using K = NodeOp::Kind;
-  const K partner = op.kind == K::put || op.kind == K::write ? K::signal
-                    : op.kind == K::signal ? K::put
-                    : op.kind == K::get ? K::wait : K::get;
+  if (op.kind == K::release) return true;  // (it waits by itself)
+  const auto partners = [&](K o) {
+    switch (op.kind) {
+      case K::put:
+      case K::write:
+      case K::expose: return o == K::signal;
+      case K::signal: return o == K::put || o == K::write || o == K::expose;
+      case K::get:
+      case K::read: return o == K::wait;
+      case K::wait: return o == K::get || o == K::read;
+      case K::release: break;
+    }
+    return false;
+  };
   for (const NodeOp& o : round.node)
-    if ((o.kind == partner || (op.kind == K::signal && o.kind == K::write)) && o.blocks == op.blocks)
-      return true;
+    if (partners(o.kind) && o.blocks == op.blocks) return true;
   return false;
 }
 
@@ -89,10 +99,13 @@ Schedule split_flags(const Schedule& s) {
     for (const NodeOp& op : r.node) {
       switch (op.kind) {
         case NodeOp::Kind::put:
-        case NodeOp::Kind::write: messages.node.push_back(op); break;
+        case NodeOp::Kind::write:
+        case NodeOp::Kind::expose: messages.node.push_back(op); break;
         case NodeOp::Kind::signal: out.rounds[4 * k + 1].node.push_back(op); break;
         case NodeOp::Kind::wait: (segment_sends ? messages : out.rounds[4 * k + 2]).node.push_back(op); break;
-        case NodeOp::Kind::get: out.rounds[4 * k + 3].node.push_back(op); break;
+        case NodeOp::Kind::release: out.rounds[4 * k + 2].node.push_back(op); break;
+        case NodeOp::Kind::get:
+        case NodeOp::Kind::read: out.rounds[4 * k + 3].node.push_back(op); break;
       }
     }
   }
@@ -106,6 +119,9 @@ const char* node_op_name(NodeOp::Kind k) {
     case NodeOp::Kind::signal: return "signal";
     case NodeOp::Kind::wait: return "wait";
     case NodeOp::Kind::write: return "write";
+    case NodeOp::Kind::expose: return "expose";
+    case NodeOp::Kind::read: return "read";
+    case NodeOp::Kind::release: return "release";
   }
   return "?";
 }

@@ -83,6 +83,18 @@ struct NodeOp {
     /// each block is written once per node, and signalled like a put); a waiting rank
     /// holds a written block once its wait for it is over
     write,
+    /// blocks the rank holds, left where they are (its send buffer) for the node's other
+    /// ranks to read (single copy; signalled like a put: the flag publishes where they
+    /// lie); the rank's buffer stays the call's until its release
+    expose,
+    /// blocks exposed by their owners and waited for -> the rank's buffer, copied
+    /// straight from the owners' buffers (single copy: process_vm_readv); once the read
+    /// is over the rank tells every owner it is done with their buffers (one read per
+    /// schedule)
+    read,
+    /// blocks the rank exposed: until every other local rank has read them (their
+    /// reads are over), so that the caller's buffer is its own again when the call ends
+    release,
   };
   Kind kind = Kind::put;
   std::vector<BlockSpan> blocks;
@@ -165,9 +177,10 @@ void place_levels(Schedule& s, const std::vector<int>& node_of);
 /// transfers: node schedules on device buffers run on a whole mirror, docs/gpu.md).
 Schedule stage_on_device(const Schedule& host);
 
-/// Whether `op` has its partner in `round`, on exactly its blocks: a put (or write) and
-/// the signal it makes, a get and the wait it covers (NodeOp). A wait for written blocks
-/// has no get: the writes deliver them.
+/// Whether `op` has its partner in `round`, on exactly its blocks: a put (write, expose)
+/// and the signal it makes, a get (read) and the wait it covers (NodeOp). A wait for
+/// written blocks has no get: the writes deliver them. A release waits by itself: always
+/// paired.
 bool paired(const Round& round, const NodeOp& op);
 
 /// Whether every flag of `s` goes with a copy of its round: each put signalled in its
@@ -177,8 +190,9 @@ bool paired(const Round& round, const NodeOp& op);
 bool flags_with_copies(const Schedule& s);
 
 /// The same all-gather with every flag an operation of its own: round k of `s` becomes
-/// rounds 4k (its messages, puts, writes, copies, and the waits its sends from the segment
-/// need), 4k+1 (its signals), 4k+2 (its other waits) and 4k+3 (its gets). Valid when
+/// rounds 4k (its messages, puts, writes, exposes, copies, and the waits its sends from
+/// the segment need), 4k+1 (its signals), 4k+2 (its other waits and its releases) and 4k+3
+/// (its gets and reads). Valid when
 /// `s` is, on every rank alike (AGX_TEST_SPLIT_FLAGS: the engine's signals and waits
 /// without a copy of their round, on a real segment).
 Schedule split_flags(const Schedule& s);

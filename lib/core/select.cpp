@@ -56,6 +56,7 @@ std::string fingerprint(const Placement& p, const Tuning& t, const NodeStagePara
     append(key, b.ranks), append(key, b.ranks_per_node), append(key, b.max_bytes),
         append(key, b.algorithm.id), append(key, b.algorithm.radix);
   append(key, stage.leaders);
+  append(key, stage.direct_write), append(key, stage.single_copy);
   const AlgorithmChoice inter = stage.inter.value_or(AlgorithmChoice{Algorithm::automatic, -1});
   append(key, inter.id), append(key, inter.radix);
   return key;

@@ -1,5 +1,6 @@
 #include "core/validator.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 #include <sstream>
 #include <utility>
@@ -72,7 +73,16 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   // writer[j][b]: the rank that wrote block b straight into the receive buffers of node
   // j's other ranks (-1: none); each of them holds it once its wait for it is over.
   std::vector<std::vector<int>> writer(static_cast<std::size_t>(nnodes), std::vector<int>(n, -1));
-  std::vector<std::pair<int, int>> signals, gets;  // (rank, block) of the round
+  // Single copy: exposer[j][b], the rank of node j that exposed block b in its own buffer
+  // (-1: none); read_at[r][b], the round rank r read block b from its owner's buffer
+  // (-1: not read); released[j][b], the round its exposer released it (-1: not yet);
+  // reads[r], rank r's read operations so far (one per schedule: its end is what tells
+  // the owners the rank is done with their buffers).
+  std::vector<std::vector<int>> exposer(static_cast<std::size_t>(nnodes), std::vector<int>(n, -1));
+  std::vector<std::vector<long long>> read_at(static_cast<std::size_t>(n), std::vector<long long>(n, -1));
+  std::vector<std::vector<long long>> released(static_cast<std::size_t>(nnodes), std::vector<long long>(n, -1));
+  std::vector<int> reads(static_cast<std::size_t>(n), 0);
+  std::vector<std::pair<int, int>> signals, gets, releases;  // (rank, block) of the round
   std::size_t nrounds = 0;
   for (int r = 0; r < n; ++r) {
     if (per_rank[r].nranks != n || per_rank[r].rank != r)
@@ -167,6 +177,13 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
         const std::string name = node_op_name(op.kind);
         if (op.level != Level::node)
           return where(k, r) + name + " marked " + level_name(op.level) + "-level: the segment is the node's";
+        if (op.kind == NodeOp::Kind::read && ++reads[static_cast<std::size_t>(r)] > 1)
+          return where(k, r) + "reads a second time: a rank reads once (the end of its read tells the owners "
+                               "it is done with their buffers)";
+        // Who placed block b on r's node other than by a put (-1: nobody).
+        const auto placed_by = [&](int b) {
+          return std::max({writer[node(r)][b], exposer[node(r)][b], placer[node(r)][b]});
+        };
         for (int b : expand(op.blocks)) {
           if (b < 0 || b >= n) return where(k, r) + name + "s invalid block " + std::to_string(b);
           switch (op.kind) {
@@ -174,20 +191,41 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
               if (!held[r][b]) return where(k, r) + "puts block " + std::to_string(b) + " it does not hold";
               if (segment[node(r)][b])
                 return where(k, r) + "puts block " + std::to_string(b) + " that its node's segment already holds";
-              if (writer[node(r)][b] >= 0)
+              if (writer[node(r)][b] >= 0 || exposer[node(r)][b] >= 0)
                 return where(k, r) + "puts block " + std::to_string(b) + ", which rank " +
-                       std::to_string(writer[node(r)][b]) + " wrote into its node's buffers";
+                       std::to_string(std::max(writer[node(r)][b], exposer[node(r)][b])) +
+                       (writer[node(r)][b] >= 0 ? " wrote into its node's buffers" : " exposed in its own buffer");
               seg_arrivals.emplace_back(node(r), b);
               placer[node(r)][b] = r;
               break;
             case NodeOp::Kind::write:
               if (!held[r][b]) return where(k, r) + "writes block " + std::to_string(b) + " it does not hold";
-              if (writer[node(r)][b] >= 0 || placer[node(r)][b] >= 0)
+              if (placed_by(b) >= 0)
                 return where(k, r) + "writes block " + std::to_string(b) + ", which rank " +
-                       std::to_string(std::max(writer[node(r)][b], placer[node(r)][b])) +
-                       " already placed on its node";
+                       std::to_string(placed_by(b)) + " already placed on its node";
               writer[node(r)][b] = r;
               break;
+            case NodeOp::Kind::expose:
+              if (b != r)
+                return where(k, r) + "exposes block " + std::to_string(b) +
+                       ", not its own (single copy publishes where the own block lies)";
+              if (placed_by(b) >= 0)
+                return where(k, r) + "exposes block " + std::to_string(b) + ", which rank " +
+                       std::to_string(placed_by(b)) + " already placed on its node";
+              exposer[node(r)][b] = r;
+              break;
+            case NodeOp::Kind::read:
+              if (exposer[node(r)][b] < 0)
+                return where(k, r) + "reads block " + std::to_string(b) + ", which no rank of its node exposed";
+              if (held[r][b]) return where(k, r) + "reads block " + std::to_string(b) + " it already holds";
+              if (released[node(r)][b] >= 0)
+                return where(k, r) + "reads block " + std::to_string(b) + " after rank " +
+                       std::to_string(exposer[node(r)][b]) + " released it";
+              gets.emplace_back(r, b);  // waited for like a get (below)
+              arrivals.emplace_back(r, b);
+              read_at[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)] = static_cast<long long>(k);
+              break;
+            case NodeOp::Kind::release: releases.emplace_back(r, b); break;  // at the round's end
             case NodeOp::Kind::signal: signals.emplace_back(r, b); break;  // at the round's end
             case NodeOp::Kind::wait:
               if (signalled[node(r)][b] < 0)
@@ -212,7 +250,8 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
       // waits are issued with its gets) or an earlier one.
       for (const auto& [g, b] : gets)
         if (!waited[g][b])
-          return where(k, g) + "gets block " + std::to_string(b) + " without waiting for its flag";
+          return where(k, g) + (exposer[node(g)][b] >= 0 ? "reads" : "gets") + " block " +
+                 std::to_string(b) + " without waiting for its flag";
       gets.clear();
     }
     for (int r = 0; r < n; ++r) {
@@ -238,9 +277,10 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           if (to_segment ? segment[node(r)][b] : held[r][b])
             return where(k, r) + "receives block " + std::to_string(b) + " twice" +
                    (to_segment ? " into its node's segment" : "");
-          if (to_segment && writer[node(r)][b] >= 0)
+          if (to_segment && (writer[node(r)][b] >= 0 || exposer[node(r)][b] >= 0))
             return where(k, r) + "receives block " + std::to_string(b) + " into its node's segment, which rank " +
-                   std::to_string(writer[node(r)][b]) + " wrote into its node's buffers";
+                   std::to_string(std::max(writer[node(r)][b], exposer[node(r)][b])) +
+                   (writer[node(r)][b] >= 0 ? " wrote into its node's buffers" : " exposed in its own buffer");
           if (to_segment) {
             seg_arrivals.emplace_back(node(r), b);
             receiver[node(r)][b] = r;
@@ -267,13 +307,30 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
     // A signal raises the flag of a block its rank placed in the segment by this round's end.
     for (const auto& [r, b] : signals) {
       const int j = node(r);
-      if ((!segment[j][b] || placer[j][b] != r) && writer[j][b] != r)
+      if ((!segment[j][b] || placer[j][b] != r) && writer[j][b] != r && exposer[j][b] != r)
         return where(k, r) + "signals block " + std::to_string(b) + ", which it did not put or receive into " +
-               (segment[j][b] ? "the segment" : "the segment by this round") + " nor write";
+               (segment[j][b] ? "the segment" : "the segment by this round") + " nor write nor expose";
       if (signalled[j][b] >= 0) return where(k, r) + "signals block " + std::to_string(b) + " twice";
       signalled[j][b] = static_cast<long long>(k);
     }
     signals.clear();
+    // A release ends its exposure once every other rank of the node has read the block
+    // in an earlier round (the engine waits for their done flags, which rise when their
+    // reads are over).
+    for (const auto& [r, b] : releases) {
+      const int j = node(r);
+      if (exposer[j][b] != r) return where(k, r) + "releases block " + std::to_string(b) + ", which it did not expose";
+      if (released[j][b] >= 0) return where(k, r) + "releases block " + std::to_string(b) + " twice";
+      for (int q = 0; q < n; ++q) {
+        if (q == r || node(q) != j) continue;
+        const long long at = read_at[static_cast<std::size_t>(q)][static_cast<std::size_t>(b)];
+        if (at < 0 || at >= static_cast<long long>(k))
+          return where(k, r) + "releases block " + std::to_string(b) + " before rank " + std::to_string(q) +
+                 " has read it (" + (at < 0 ? std::string("by this round it has not") : "it reads it in this round") + ")";
+      }
+      released[j][b] = static_cast<long long>(k);
+    }
+    releases.clear();
     // A to_device copies the receives of its own round, each whole (the engine copies a
     // receive on as it completes, when its round's to_device names all its blocks).
     for (int r = 0; r < n; ++r) {
@@ -319,6 +376,10 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
         return "rank " + std::to_string(r) + " ends without block " + std::to_string(b);
     if (!copied[static_cast<std::size_t>(r)])
       return "rank " + std::to_string(r) + " never copies its own block into its receive buffer";
+    const int j = node(r);
+    if (exposer[j][r] == r && released[j][r] < 0)
+      return "rank " + std::to_string(r) + " exposes block " + std::to_string(r) +
+             " and never releases it: its peers may still read the caller's buffer after the call";
     if (staged[static_cast<std::size_t>(r)])
       for (int b = 0; b < n; ++b)
         if (b != r && !on_device[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)])

@@ -134,8 +134,9 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     return;
   }
   // One node: the same schedule, with the copies that suit the blocks (node_copies.hpp):
-  // in the flag lines when every block fits one, by single copy where the kernel's copy
-  // beats staging, else staged through the segment.
+  // in the flag lines when every block fits one, else staged through the segment; or,
+  // where the kernel's copy beats staging, the single-copy schedule (expose, read,
+  // release).
   NodeCopies copies = NodeCopies::staged;
   LargeCopies large;
   if (!plan.flags_with_copies) {  // flags of their own: staged
@@ -150,7 +151,8 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     ++h.staged_calls;
   }
   const double t0 = large.trial_class >= 0 ? MPI_Wtime() : started;
-  run_node_schedule(ctx, a, plan, buffers, layout, pieces, copies);
+  run_node_schedule(ctx, a, copies == NodeCopies::single_copy ? single_copy_plan(h) : plan, buffers,
+                    layout, pieces, copies);
   if (large.trial_class >= 0 || wait.trial_class >= 0) {
     const double t1 = MPI_Wtime();
     record_trial(h, large, t1 - t0);
@@ -181,6 +183,9 @@ NodeStageParams stage_params(const HierContext& h) {
   NodeStageParams stage;
   stage.leaders = h.leaders;
   stage.inter = settings().inter;
+  // One node: single copy where AGX_CMA allows it (the probe at the first node call may
+  // still find it unavailable; then every call stages, as the model's other price says).
+  stage.single_copy = settings().cma && h.topo.nnodes == 1;
   return stage;
 }
 

@@ -270,6 +270,9 @@ class HierContext final : public NodeState {
   /// the ranks disagree on the counts); hier::run's end-to-end check then still runs.
   bool rounds_done_with_error = false;
   std::pair<Algorithm, AlgorithmChoice> last_plan_key{};
+  /// shared_memory by single copy (NodeShape::single_copy), planned on the first call
+  /// that reads by single copy (node_call.cpp, single_copy_plan); an empty schedule before.
+  NodePlan single_copy;
   /// shared_memory by direct write (NodeShape::direct_write), planned on the first call
   /// that writes (direct_write.cpp); empty before.
   Schedule direct_write_schedule;

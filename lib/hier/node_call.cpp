@@ -336,6 +336,18 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
   return it->second;
 }
 
+HierContext::NodePlan& single_copy_plan(HierContext& h) {
+  HierContext::NodePlan& plan = h.single_copy;
+  if (plan.schedule.rounds.empty()) {
+    NodeShape shape;
+    shape.node_of = h.topo.node_of;
+    shape.single_copy = true;
+    plan.schedule = plan_node_algorithm(Algorithm::shared_memory, shape, h.topo.rank);
+    plan.flags_with_copies = flags_with_copies(plan.schedule);
+  }
+  return plan;
+}
+
 namespace {
 
 void run_rounds(HierContext& h, Execution& e) {

@@ -20,6 +20,10 @@ AlgorithmChoice inter_algorithm(int nnodes, std::size_t total);
 /// (node_call.cpp).
 HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total);
 
+/// The single-copy schedule of this one node's rank (NodeShape::single_copy: expose,
+/// read, release), planned on its first use.
+HierContext::NodePlan& single_copy_plan(HierContext& h);
+
 /// How a blocking call's puts and gets copy (node_copies.hpp): staged through the
 /// segment (any call), in the flag lines or by single copy (one node only).
 enum class NodeCopies { staged, flag_lines, single_copy };

@@ -203,7 +203,15 @@ std::string InlineCopies::waiting_for(const NodeOp& op, const GetCursor& c) cons
 
 // --- single copy ----------------------------------------------------------------------
 
-void SingleCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) {
+void SingleCopies::put(const NodeOp&, const Buffers&, const Layout&, bool) {
+  unpaired("put into the segment");
+}
+
+bool SingleCopies::try_get(const NodeOp&, GetCursor&, const Buffers&, const Layout&) {
+  return unpaired("get from the segment");
+}
+
+void SingleCopies::expose(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) {
   need_signal(signal);
   const int me = h_.topo.rank;
   own_only(op, me, "single copy");
@@ -215,9 +223,9 @@ void SingleCopies::put(const NodeOp& op, const Buffers& mine, const Layout& layo
   h_.notify();
 }
 
-bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
-                           const Layout& layout) {
-  return for_blocks(op, c, [&](int b, std::size_t&) {
+bool SingleCopies::try_read(const NodeOp& op, GetCursor& c, const Buffers& mine,
+                            const Layout& layout) {
+  const bool all = for_blocks(op, c, [&](int b, std::size_t&) {
     std::size_t left = layout.bytes(b);
     if (left == 0) return true;
     const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
@@ -247,12 +255,19 @@ bool SingleCopies::try_get(const NodeOp& op, GetCursor& c, const Buffers& mine,
     step();
     return true;
   });
+  if (all) done_reading();  // (the owners' releases wait for it)
+  return all;
 }
 
-void SingleCopies::finish() { h_.finish_call(gen_); }
+void SingleCopies::done_reading() {
+  if (done_ > 0) return;
+  done_ = 1;
+  h_.finish_call(gen_);  // this rank's done flag shows the call
+}
 
-bool SingleCopies::finished() {
-  // This rank's buffer is read by its peers: it stays the call's until all are done.
+bool SingleCopies::try_release(const NodeOp&) {
+  // This rank's buffer is read by its peers: it stays the call's until all are done
+  // (their done flags rise when their reads are over, this rank's own included).
   const int n = h_.topo.local_size();
   for (; readers_done_ < n; ++readers_done_, step())
     if (const std::uint64_t v = h_.slot(readers_done_).done.load(std::memory_order_acquire); v < gen_)
@@ -261,7 +276,10 @@ bool SingleCopies::finished() {
   return true;
 }
 
+void SingleCopies::finish() { done_reading(); }
+
 std::string SingleCopies::waiting_for(const NodeOp& op, const GetCursor& c) const {
+  if (op.kind == NodeOp::Kind::release) return release_waiting_for();
   const int b = waiting_block(op, c);
   if (b < 0) return "";
   const int j = h_.topo.local_of[static_cast<std::size_t>(b)];
@@ -271,7 +289,7 @@ std::string SingleCopies::waiting_for(const NodeOp& op, const GetCursor& c) cons
          std::to_string(v >> 32) + ")";
 }
 
-std::string SingleCopies::finish_waiting_for() const {
+std::string SingleCopies::release_waiting_for() const {
   const int j = readers_done_;
   if (j >= h_.topo.local_size()) return "nothing";
   return "the done flag of " + h_.local_name(j) + " to reach call " + std::to_string(gen_) +

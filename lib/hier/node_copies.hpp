@@ -1,9 +1,10 @@
 #pragma once
-// How a node schedule's put and get move bytes inside one node: the round engine
-// (core/executor.hpp) runs the shared_memory planner's two rounds (put the own block,
-// get every other block) on one of these NodeSegments, picked per call by the call's
-// block sizes (hier_allgather.cpp). The schedule, its validation and its price are the
-// same for all three; only the copies differ.
+// How a node schedule's operations move bytes inside one node: the round engine
+// (core/executor.hpp) runs the shared_memory planner's rounds on one of these
+// NodeSegments, picked per call by the call's block sizes (hier_allgather.cpp). Staged
+// and flag-line copies run the same two rounds (put the own block, get every other
+// block), with the same validation and price; single copy runs the planner's
+// single-copy schedule (expose, read, release), validated and priced as such.
 //
 //   staged       (node_call.cpp) put copies the block into the node's segment chunk by
 //                chunk, raising progress = (gen << 32) | chunks; a get copies each
@@ -13,10 +14,11 @@
 //   flag lines   (InlineCopies) blocks of at most 4024 B travel inside their owner's
 //                flag line: put writes the block behind seq = gen << 16 | bytes, a get
 //                copies it once seq shows the call. The first cache miss per peer is the sequence word.
-//   single copy  (SingleCopies, process_vm_readv) put publishes the own block's address,
-//                a get reads the peer's block straight from the peer's buffer; after the
-//                last round the call waits (finished(), polled) until every peer has
-//                read this rank's buffer. Bytes per rank: (N-1)·M, read once.
+//   single copy  (SingleCopies, process_vm_readv) runs a schedule of its own, the
+//                planner's single-copy variant (NodeShape::single_copy): expose publishes
+//                the own block's address, read copies each peer's block straight from the
+//                peer's buffer and then raises the done flag, release waits until every
+//                peer's done flag shows the call. Bytes per rank: (N-1)·M, read once.
 //
 // The flag lines and single copy serve blocking calls on one node (a call is over on
 // this rank before its next one starts, which is what lets two parities of flag line
@@ -97,18 +99,25 @@ class InlineCopies final : public OneNodeCopies {
   const BlockPieces* pieces_;
 };
 
+/// Runs the single-copy schedule (NodeShape::single_copy): expose publishes the own
+/// block's address, read copies each peer's block with process_vm_readv and then raises
+/// this rank's done flag, release polls every local rank's done flag. No put or get.
 class SingleCopies final : public OneNodeCopies {
  public:
   using OneNodeCopies::OneNodeCopies;
   void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override;
   bool try_get(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
+  void expose(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override;
+  bool try_read(const NodeOp& op, GetCursor& c, const Buffers& mine, const Layout& layout) override;
+  bool try_release(const NodeOp& op) override;
   void finish() override;
-  bool finished() override;
   std::string waiting_for(const NodeOp& op, const GetCursor& c) const override;
-  std::string finish_waiting_for() const override;
 
  private:
-  int readers_done_ = 0;  // local ranks whose done flag shows this call (finished())
+  void done_reading();  // raises this rank's done flag, once per call
+  std::string release_waiting_for() const;
+  int readers_done_ = 0;  // local ranks whose done flag shows this call (try_release)
+  int done_ = 0;          // this rank's done flag raised
 };
 
 /// Calls f(block, chunks) for each block of `op` from cursor `c` on (chunks: the

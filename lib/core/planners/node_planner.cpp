@@ -13,8 +13,8 @@
 //     r0 r1 r2 r3  --put-->  segment [B0 B1 B2 B3]  --get-->  every rank's buffer
 //
 //   Bytes: each rank copies M in and (N-1)·M out; no message. Restriction: one node.
-//   (Blocks of at most 4024 B travel inside the flag lines, large ones by single copy
-//   when enabled: the same two rounds, other copies; lib/hier/node_copies.hpp.)
+//   (Blocks of at most 4024 B travel inside the flag lines: the same two rounds, other
+//   copies; lib/hier/node_copies.hpp. Large ones may go by single copy, below.)
 //
 // shared_memory by direct write (NodeShape::direct_write: every receive buffer of the
 // call lies in memory the node maps, agx::allocate or MPI_Alloc_mem; lib/hier agrees on
@@ -29,6 +29,21 @@
 //
 //   Bytes: each rank writes (N-1)·M into its peers' buffers (N·M out of place, the
 //   copy bound), nothing read twice, no segment. Restriction: one node.
+//
+// shared_memory by single copy (NodeShape::single_copy: heap buffers, the kernel's
+// copy between processes available; lib/hier picks it per size class by timing it
+// against staging, hier/copy_choice.hpp):
+//   round 0   expose the own block where it lies and signal it (the flag publishes its
+//             address); copy it into the own receive buffer (out of place)
+//   round 1   wait for every other block and read it straight from its owner's buffer;
+//             the read over, tell the owners this rank is done with their buffers
+//   round 2   release the own block: wait until every other rank has read it, so the
+//             caller's send buffer is its own again when the call returns
+//
+//     r1, r2, r3 --read--> r0's send buffer   (and likewise for every block)
+//
+//   Bytes: each rank reads (N-1)·M once, at the kernel copy's speed; no segment.
+//   Restriction: one node.
 //
 // hierarchical (nodes j = 0..J-1 numbered by lowest rank, L leaders per node):
 //   round 0        every rank puts its block into its node's segment and signals it
@@ -117,26 +132,42 @@ std::size_t inter_rounds(AlgorithmChoice a, int nnodes) {
   return it->second;
 }
 
-// shared_memory's two rounds: the own block placed (put, or written into the peers'
-// buffers) and signalled, then every other block waited for (and got from the segment,
-// unless written).
-Schedule one_node(int n, int rank, bool direct) {
+// How shared_memory places its blocks (see above).
+enum class OneNode : unsigned char { staged, direct_write, single_copy };
+
+// shared_memory's rounds: the own block placed (put, written into the peers' buffers,
+// or exposed) and signalled, then every other block waited for (and got from the
+// segment, or read from its owner's buffer, unless written); an exposed block is
+// released in a third round.
+Schedule one_node(int n, int rank, OneNode how) {
+  using K = NodeOp::Kind;
   Schedule s{n, rank, {}};
   if (n > 1) {
-    s.rounds.resize(2);
-    add_node_op(s.rounds[0], direct ? NodeOp::Kind::write : NodeOp::Kind::put, {{rank, 1}});
-    add_node_op(s.rounds[0], NodeOp::Kind::signal, {{rank, 1}});
+    s.rounds.resize(how == OneNode::single_copy ? 3 : 2);
+    const K place = how == OneNode::direct_write ? K::write : how == OneNode::single_copy ? K::expose : K::put;
+    add_node_op(s.rounds[0], place, {{rank, 1}});
+    add_node_op(s.rounds[0], K::signal, {{rank, 1}});
     std::vector<BlockSpan> others;
     if (rank > 0) others.push_back({0, rank});
     if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
-    add_node_op(s.rounds[1], NodeOp::Kind::wait, others);
-    if (!direct) add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(others));
+    add_node_op(s.rounds[1], K::wait, others);
+    if (how == OneNode::staged) add_node_op(s.rounds[1], K::get, std::move(others));
+    if (how == OneNode::single_copy) {
+      add_node_op(s.rounds[1], K::read, std::move(others));
+      add_node_op(s.rounds[2], K::release, {{rank, 1}});
+    }
   }
   add_own_copy(s);
   return s;
 }
 
-Schedule shared_memory(int n, int rank) { return one_node(n, rank, false); }
+OneNode one_node_kind(const NodeShape& shape) {
+  return shape.direct_write ? OneNode::direct_write
+         : shape.single_copy ? OneNode::single_copy
+                             : OneNode::staged;
+}
+
+Schedule shared_memory(int n, int rank) { return one_node(n, rank, OneNode::staged); }
 
 Schedule hierarchical(const NodeShape& shape, int rank) {
   const int n = static_cast<int>(shape.node_of.size());
@@ -231,11 +262,11 @@ Schedule plan_node_algorithm(Algorithm a, const NodeShape& shape, int rank) {
   if (a == Algorithm::shared_memory) {
     if (normalize(shape.node_of).members.size() != 1)
       throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve ranks on several nodes");
-    return one_node(n, rank, shape.direct_write);
+    return one_node(n, rank, one_node_kind(shape));
   }
   if (a == Algorithm::hierarchical) {
-    if (shape.direct_write && normalize(shape.node_of).members.size() == 1)
-      return one_node(n, rank, true);  // (hierarchical on one node is shared_memory)
+    if (normalize(shape.node_of).members.size() == 1)
+      return one_node(n, rank, one_node_kind(shape));  // (hierarchical on one node is shared_memory)
     return hierarchical(shape, rank);
   }
   throw Error(MPI_ERR_ARG, "agx: '" + std::string(to_string(a)) + "' is not a node-level algorithm");
