@@ -235,12 +235,13 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     }
     // Network bytes leaving each node this round (sampled ranks only beyond 256 ranks);
     // bytes from group a to group b, when groups are modelled; per rank: its loads, the
-    // bytes of its puts, gets and writes, of its local copies, whether it has node operations,
+    // bytes of its puts, gets and writes, of its reads, of its local copies, whether it has node operations,
     // when its routed messages are done.
     nic_bytes.clear();
     group_bytes.clear();
     std::fill(loads.begin(), loads.end(), std::array<Load, 2>{});
     std::fill(copied.begin(), copied.end(), 0);
+    std::fill(read.begin(), read.end(), 0);
     std::fill(local.begin(), local.end(), 0);
     std::fill(node_ops.begin(), node_ops.end(), 0);
     std::fill(routed_done.begin(), routed_done.end(), 0.0);
