@@ -330,6 +330,9 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
     it = h.node_schedules.try_emplace(key).first;
     it->second.flags_with_copies = flags_with_copies(schedule);
     it->second.schedule = std::move(schedule);
+    // One node: its single-copy variant too, which the copy trials may take on any later
+    // call (planned here, so that no call of a repeated shape plans, nor allocates).
+    if (t.nnodes == 1) single_copy_plan(h);
   }
   h.last_plan = &it->second;
   h.last_plan_key = key;
