@@ -169,7 +169,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   std::unordered_map<long long, std::size_t> group_bytes;  // group a -> b (key a·n + b)
   std::vector<std::array<Load, 2>> loads(plans.size());
   std::vector<std::size_t> copied(plans.size()), local(plans.size()), read(plans.size());
-  std::vector<char> node_ops(plans.size());
+  std::vector<char> node_ops(plans.size());  // 1: node-level operations, 2: device-level
   // Ranks per node, counted on the first write (a write copies its blocks to every peer).
   std::unordered_map<int, int> node_size;
   const auto peers_of = [&](int r) {
@@ -305,7 +305,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       }
       routed_done[i] = done;
       for (const NodeOp& op : round.node) {
-        node_ops[i] = 1;  // (σ: the round's flag synchronization, signals and waits included)
+        node_ops[i] = op.level == Level::device ? 2 : 1;  // (σ: the round's flag synchronization, signals and waits included)
         using K = NodeOp::Kind;
         if (op.kind == K::signal || op.kind == K::wait || op.kind == K::expose || op.kind == K::release)
           continue;  // no bytes
@@ -351,7 +351,12 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         rank_time = std::max(rank_time, t);
       }
       const double own = gamma * static_cast<double>(local[i]);  // the round's local copies
-      if (node_ops[i]) {
+      if (node_ops[i] == 2) {
+        // CUDA IPC (device-level single copy): a round of lib/cuda's synchronization, then
+        // the reads from the peers' devices (its own copy is the device clock's).
+        rank_time = std::max(rank_time, params.device_peer.alpha_s +
+                                            params.device_peer.beta_s_per_byte * static_cast<double>(read[i]));
+      } else if (node_ops[i]) {
         // Puts and gets: one flag synchronization, then copies by this rank's core, which
         // also makes the round's local copies; messages of the round overlap them. Reads
         // (single copy) at the node level's rate: the kernel copy that the MPI library's
@@ -469,6 +474,16 @@ double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement
   shape.single_copy = true;
   return std::min(staged, predict_bounded([&](int r) { return plan_node_algorithm(a, shape, r); },
                                           layout, placement, params, in_place, at_most));
+}
+
+double predict_ipc(const Layout& layout, const Placement& placement, const CostParams& params,
+                   bool in_place) {
+  if (placement.nodes() != 1) return std::numeric_limits<double>::infinity();
+  NodeShape shape;
+  shape.node_of.assign(static_cast<std::size_t>(placement.nranks()), 0);
+  shape.device_ipc = true;
+  return predict_bounded([&](int r) { return plan_node_algorithm(Algorithm::shared_memory, shape, r); },
+                         layout, placement, params, in_place, std::numeric_limits<double>::infinity());
 }
 
 double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,

@@ -171,6 +171,10 @@ struct CostParams {
   /// sets them from its path model.
   LevelCost device{8e-6, 1.0 / 25e9};
   double device_copy_s_per_byte = 1.0 / 1000e9;  ///< device to device (the own block)
+  /// Device-level node operations (CUDA IPC's single copy, NodeShape::device_ipc): α of a
+  /// round of them (an event, a wait, a barrier of lib/cuda's), β of a read from a peer's
+  /// device (NVLink or PCIe peer to peer). lib/cuda sets them from its path model.
+  LevelCost device_peer{2e-6, 1.0 / 150e9};
   std::size_t device_chunk_bytes = std::size_t{1} << 20;  ///< staging's chunk
 };
 
@@ -282,6 +286,12 @@ double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const P
 /// of every rank's staged schedule (stage_on_device), device copies included.
 double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
                       const CostParams& params, bool in_place);
+
+/// CUDA IPC on one node: shared_memory's single-copy schedule at the device level
+/// (NodeShape::device_ipc), priced as planned (the own copy on the device clock, the reads
+/// at device_peer). Infinity across nodes.
+double predict_ipc(const Layout& layout, const Placement& placement, const CostParams& params,
+                   bool in_place);
 
 /// The ranks whose schedules the prediction looks at.
 std::vector<int> sampled_ranks(int nranks);

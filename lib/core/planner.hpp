@@ -57,6 +57,11 @@ struct NodeShape {
   /// One node, heap buffers: shared_memory reads each block straight from its owner's
   /// buffer (single copy, process_vm_readv) instead of staging it through the segment
   bool single_copy = false;
+  /// One node, device buffers (CUDA IPC, lib/cuda/ipc.hpp): shared_memory's single-copy
+  /// schedule at the device level, each rank reading its peers' blocks from their device
+  /// receive buffers; the own block is copied there first (the receive allocation is what
+  /// a rank exposes)
+  bool device_ipc = false;
 };
 
 /// The inter-node algorithm of a hierarchical call: `forced`, else direct for one node,

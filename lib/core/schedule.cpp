@@ -185,7 +185,8 @@ std::string describe(const Schedule& s) {
     print_transfers(os, "send", s.rounds[i].sends);
     print_transfers(os, "recv", s.rounds[i].recvs);
     for (const NodeOp& op : s.rounds[i].node)
-      print_spans(os, node_op_name(op.kind), op.blocks);
+      print_spans(os, (std::string(node_op_name(op.kind)) + (op.level == Level::device ? "~device" : "")).c_str(),
+                  op.blocks);
     for (const Copy& c : s.rounds[i].copies)
       print_spans(os, c.level == Level::device ? "copy~device" : "copy", c.blocks);
     for (const DeviceCopy& d : s.rounds[i].device)

@@ -98,7 +98,10 @@ struct NodeOp {
   };
   Kind kind = Kind::put;
   std::vector<BlockSpan> blocks;
-  Level level = Level::node;  ///< always: the segment is the node's
+  /// node: the segment and the ranks' host memory; device: expose, signal, wait, read
+  /// and release of a rank whose buffers are device memory (CUDA IPC: the single-copy
+  /// schedule between device buffers, NodeShape::device_ipc); describe() writes `~device`
+  Level level = Level::node;
 };
 
 /// A local copy: blocks from the rank's send buffer into their places in its receive

@@ -95,6 +95,13 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   // copied[r]: rank r's own block is in its receive buffer (its copy ran; held[r][r] is
   // true from the start: the send buffer holds it).
   std::vector<char> copied(static_cast<std::size_t>(n), 0);
+  std::vector<long long> copied_round(static_cast<std::size_t>(n), -1);  // the round of that copy
+  // A rank whose node operations are device-level (CUDA IPC, NodeShape::device_ipc): its
+  // buffers are device memory, so its own copy is device-level too.
+  std::vector<char> ipc(static_cast<std::size_t>(n), 0);
+  for (int r = 0; r < n; ++r)
+    for (const Round& round : per_rank[r].rounds)
+      for (const NodeOp& op : round.node) ipc[static_cast<std::size_t>(r)] |= op.level == Level::device;
   // A staged rank (its buffers are device memory, its messages run on a host mirror:
   // device-level operations, stage_on_device): its own block is on the mirror once its
   // to_host was issued (a send of it waits for that copy, never for another rank);
@@ -161,22 +168,31 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
     for (int r = 0; r < n; ++r) {
       if (k >= per_rank[r].rounds.size()) continue;
       for (const Copy& c : per_rank[r].rounds[k].copies) {
-        const Level want = staged[static_cast<std::size_t>(r)] ? Level::device : Level::node;
+        const bool device = staged[static_cast<std::size_t>(r)] || ipc[static_cast<std::size_t>(r)];
+        const Level want = device ? Level::device : Level::node;
         if (c.level != want)
           return where(k, r) + "marks its copy " + level_name(c.level) + "-level, but its buffers are " +
-                 (want == Level::device ? "device memory (a staged schedule)" : "host memory");
+                 (want == Level::device ? "device memory (a staged or IPC schedule)" : "host memory");
         for (int b : expand(c.blocks)) {
           if (b != r)
             return where(k, r) + "copies block " + std::to_string(b) +
                    ", not its own (a copy reads the send buffer, which holds only the own block)";
           if (copied[static_cast<std::size_t>(r)]) return where(k, r) + "copies its own block twice";
           copied[static_cast<std::size_t>(r)] = 1;
+          copied_round[static_cast<std::size_t>(r)] = static_cast<long long>(k);
         }
       }
       for (const NodeOp& op : per_rank[r].rounds[k].node) {
         const std::string name = node_op_name(op.kind);
-        if (op.level != Level::node)
-          return where(k, r) + name + " marked " + level_name(op.level) + "-level: the segment is the node's";
+        using K = NodeOp::Kind;
+        if (op.level == Level::network)
+          return where(k, r) + name + " marked network-level: the segment is the node's";
+        if (op.level == Level::device && (op.kind == K::put || op.kind == K::get || op.kind == K::write))
+          return where(k, r) + name + " marked device-level: between device buffers only the single copy's "
+                                      "operations run (expose, signal, wait, read, release)";
+        if ((op.level == Level::device) != (ipc[static_cast<std::size_t>(r)] != 0))
+          return where(k, r) + name + " marked node-level beside device-level ones: a rank's buffers are "
+                                      "host or device memory, not both";
         if (op.kind == NodeOp::Kind::read && ++reads[static_cast<std::size_t>(r)] > 1)
           return where(k, r) + "reads a second time: a rank reads once (the end of its read tells the owners "
                                "it is done with their buffers)";
@@ -209,6 +225,11 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
               if (b != r)
                 return where(k, r) + "exposes block " + std::to_string(b) +
                        ", not its own (single copy publishes where the own block lies)";
+              // CUDA IPC exposes the receive buffer: the own block must be copied there
+              // in an earlier round (its copy is queued before the event that signals it).
+              if (op.level == Level::device &&
+                  (copied_round[static_cast<std::size_t>(r)] < 0 || copied_round[static_cast<std::size_t>(r)] >= static_cast<long long>(k)))
+                return where(k, r) + "exposes its receive buffer's own block before a round has copied it there";
               if (placed_by(b) >= 0)
                 return where(k, r) + "exposes block " + std::to_string(b) + ", which rank " +
                        std::to_string(placed_by(b)) + " already placed on its node";

@@ -40,11 +40,14 @@ struct IpcExport {
   std::int32_t device;       ///< CUDA device ordinal (informational)
 };
 
-/// Starts this rank's part of an IPC call: orders after the caller's legacy stream,
-/// puts the own block in place (`send` -> `recv + own_offset`, unless in place),
-/// records the ready event and fills `out`. False when `recv` cannot be exported.
-bool ipc_begin(const void* send, void* recv, bool in_place, std::size_t own_offset,
-               std::size_t own_bytes, IpcExport& out);
+/// The IPC schedule's own copy (copy~device): orders the IPC stream after the caller's
+/// legacy stream, then copies `bytes` from `send` to `recv_own` on it (send null or bytes
+/// 0: the ordering only, as in place). Never waits.
+void ipc_copy_own(const void* send, void* recv_own, std::size_t bytes);
+/// The IPC schedule's expose~device and signal~device: records the ready event on the IPC
+/// stream (after the own copy) and fills `out` with the receive allocation's handle and
+/// the own block's place in it. False when `recv` cannot be exported. Never waits.
+bool ipc_expose(void* recv, std::size_t own_offset, IpcExport& out);
 
 /// Most peer allocations kept mapped (ipc_cuda.cu); more only while one call needs them.
 inline constexpr std::size_t ipc_cache_entries = 16;

@@ -220,13 +220,13 @@ class IpcRun final : public DeviceCall::Run {
   IpcRun(CommContext& ctx, const AlgorithmChoice& a, const Buffers& b, const Layout& layout,
          bool local_device, const StagingSettings& st, int tag, bool blocking, DeviceRun& ran)
       : ctx_(ctx), a_(a), b_(b), layout_(layout), local_device_(local_device), st_(st), tag_(tag),
-        blocking_(blocking), ran_(ran), ipc_(ctx, b, layout) {}
+        blocking_(blocking), ran_(ran), ipc_(ctx, b, layout, tag) {}
   bool test() override {
     if (fallback_) return fallback_->test();
     const std::optional<bool> done = ipc_.test();
     if (!done) return false;
-    if (*done) {  // every rank copied every peer's block itself
-      announce(ctx_, Path::ipc, AlgorithmChoice{Algorithm::direct, 0}, "", ran_);
+    if (*done) {  // shared_memory's IPC schedule: every rank read every peer's block itself
+      announce(ctx_, Path::ipc, AlgorithmChoice{Algorithm::shared_memory, 0}, "", ran_);
       return true;
     }
     const bool whole_blocks = blocking_ && slicing_of(layout_, st_.mirror_bytes).slices == 1;
@@ -394,6 +394,11 @@ void DeviceCall::settle() {
       staged.device = device_level();
       staged.device_chunk_bytes = st.chunk_bytes;
       t.staged_s = predict_staged(choice_, layout, placement, staged, buffers_.in_place);
+    }
+    if (allowed.ipc) {  // the IPC schedule, priced as planned (path_cost.hpp)
+      CostParams ipc = ctx.selector().tuning().params;
+      ipc.device_peer = device_peer_level();
+      t.ipc_s = predict_ipc(layout, placement, ipc, buffers_.in_place);
     }
     p = choose_path(allowed, t, layout);
   }

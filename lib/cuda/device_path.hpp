@@ -119,8 +119,4 @@ std::optional<Path> last_path();
 /// The path and algorithm of this process's last device call (for tools and tests).
 std::optional<DeviceRun> last_run();
 
-/// Runs the IPC path (ipc.cpp). False, on every rank, when some rank cannot take part
-/// (nothing but the own block has moved then).
-bool run_ipc(CommContext& ctx, const Buffers& buffers, const Layout& layout);
-
 }  // namespace agx::cuda

@@ -101,20 +101,21 @@ std::string key(const unsigned char (&bytes)[64]) {
 
 }  // namespace
 
-bool ipc_begin(const void* send, void* recv, bool in_place, std::size_t own_offset,
-               std::size_t own_bytes, IpcExport& out) {
+void ipc_copy_own(const void* send, void* recv_own, std::size_t bytes) {
+  IpcState& s = state();
+  check_cuda(cudaEventRecord(s.caller, cudaStreamLegacy), "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(s.stream, s.caller, 0), "cudaStreamWaitEvent");
+  if (send != nullptr && bytes > 0)
+    check_cuda(cudaMemcpyAsync(recv_own, send, bytes, cudaMemcpyDefault, s.stream), "cudaMemcpyAsync");
+}
+
+bool ipc_expose(void* recv, std::size_t own_offset, IpcExport& out) {
   IpcState& s = state();
   ++s.call;
   out.owner = static_cast<std::int64_t>(getpid());
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   out.device = device;
-  check_cuda(cudaEventRecord(s.caller, cudaStreamLegacy), "cudaEventRecord");
-  check_cuda(cudaStreamWaitEvent(s.stream, s.caller, 0), "cudaStreamWaitEvent");
-  if (!in_place && own_bytes > 0)
-    check_cuda(cudaMemcpyAsync(static_cast<std::byte*>(recv) + own_offset, send, own_bytes,
-                               cudaMemcpyDefault, s.stream),
-               "cudaMemcpyAsync");
   check_cuda(cudaEventRecord(s.ready, s.stream), "cudaEventRecord");
   std::memcpy(out.event, &s.ready_handle, sizeof out.event);
 

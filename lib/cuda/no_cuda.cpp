@@ -25,7 +25,8 @@ void copy_sync(void*, const void*, std::size_t) { unavailable(); }
 void wait_caller_stream() {}
 int current_device() { return 0; }
 void set_device(int) {}
-bool ipc_begin(const void*, void*, bool, std::size_t, std::size_t, IpcExport&) { return false; }
+void ipc_copy_own(const void*, void*, std::size_t) { unavailable(); }
+bool ipc_expose(void*, std::size_t, IpcExport&) { return false; }
 IpcPeer ipc_open(const IpcExport&) { return {}; }
 void ipc_copy(std::byte*, const std::byte*, std::size_t, const IpcPeer&) { unavailable(); }
 void ipc_finish() {}

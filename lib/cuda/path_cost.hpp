@@ -6,7 +6,10 @@
 //            and pcie beside the rounds, core/cost_model.hpp); a node algorithm, which
 //            stages its whole mirror (own block in before, the rest out after):
 //            t_schedule + 2 * copy_alpha + total / pcie
-//   ipc:     ipc_alpha + total / peer_bandwidth             (one D2D copy per peer)
+//   ipc:     ipc_alpha + t_ipc, the core cost model's price of the IPC schedule
+//            (shared_memory's single copy at the device level, predict_ipc: the own
+//            copy on the device, rounds of ipc_round_alpha, the reads at peer bandwidth);
+//            ipc_alpha is the handle exchange and agreement before it
 // Every input is the same on every rank, so every rank picks the same path.
 // t_schedule is the core cost model's prediction of the host schedule. The constants
 // are uncalibrated defaults for an H100/H200-class node; scripts/gpu-check.sh measures
@@ -28,7 +31,8 @@ struct PathCostParams {
   double aware_alpha_s = 5e-6;
   double copy_alpha_s = 8e-6;
   double pcie_s_per_byte = 1.0 / 25e9;
-  double ipc_alpha_s = 30e-6;
+  double ipc_alpha_s = 24e-6;       ///< the handle exchange and agreement (outside the schedule)
+  double ipc_round_alpha_s = 2e-6;  ///< a round of the IPC schedule (an event, a barrier)
   double peer_s_per_byte = 1.0 / 150e9;
 };
 
@@ -40,12 +44,15 @@ struct PathOptions {
 
 /// The core cost model's device level from these constants (CostParams::device).
 LevelCost device_level(const PathCostParams& c = {});
+/// The core cost model's device-level node operations (CostParams::device_peer).
+LevelCost device_peer_level(const PathCostParams& c = {});
 
 /// What the paths are priced from: the host schedule's prediction and the staged
 /// schedule's (predict_staged), or staged_s < 0 for a node algorithm (whole mirror).
 struct ScheduleTimes {
   double schedule_s = 0;
   double staged_s = -1;
+  double ipc_s = -1;  ///< the IPC schedule (predict_ipc); < 0: priced as one read of every block
 };
 
 /// Predicted seconds of `p` for the call.

@@ -288,8 +288,8 @@ void case_choice() {
     fail(std::string("8 MiB per rank on one node took ") +
          (path ? std::string(agx::cuda::to_string(*path)) : std::string("no device path")) +
          " with " + std::string(agx::to_string(a)) + ", not ipc");
-  else if (a != agx::Algorithm::direct)  // each rank copied every peer's block itself
-    fail("the IPC call returned " + std::string(agx::to_string(a)) + ", not direct");
+  else if (a != agx::Algorithm::shared_memory)  // its IPC schedule: each rank read every peer's block
+    fail("the IPC call returned " + std::string(agx::to_string(a)) + ", not shared_memory");
   ok(cudaFree(send), "cudaFree");
   ok(cudaFree(recv), "cudaFree");
 }

@@ -12,6 +12,7 @@
 #include "core/validator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -180,4 +181,84 @@ TEST_CASE("cost model: a read costs its bytes at the node level's rate; shared_m
   NodeStageParams plain;
   CHECK(predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, layout, two, c, false, single) ==
         Approx(predict_algorithm(AlgorithmChoice{Algorithm::hierarchical, 0}, layout, two, c, false, plain)));
+}
+
+// CUDA IPC (NodeShape::device_ipc, lib/cuda/ipc.hpp): the single-copy schedule between
+// device buffers, every node operation and the own copy device-level, the own block
+// copied into the receive buffer a round before it is exposed there.
+TEST_CASE("CUDA IPC: the single-copy schedule at the device level; valid to 1024 ranks", "[node][ipc]") {
+  NodeShape three = one_node(3);
+  three.single_copy = false;
+  three.device_ipc = true;
+  CHECK(describe(plan_node_algorithm(Algorithm::shared_memory, three, 1)) ==
+        "round 0: copy~device([1,2))\n"
+        "round 1: expose~device([1,2)) signal~device([1,2))\n"
+        "round 2: wait~device([0,1) [2,3)) read~device([0,1) [2,3))\n"
+        "round 3: release~device([1,2))\n");
+  CHECK(flags_with_copies(plan_node_algorithm(Algorithm::shared_memory, three, 1)));
+  // (From 2 ranks: lib/cuda takes IPC only then; one rank's schedule is the device copy
+  // alone, which the validator cannot tell from a host schedule's misplaced copy.)
+  for (int n : {2, 3, 4, 5, 8, 17, 64, 255, 1024}) {
+    if (n > agx_test::max_ranks()) continue;
+    INFO("N = " << n);
+    NodeShape shape = one_node(n);
+    shape.device_ipc = true;
+    CHECK(validate(plan_all(shape), shape.node_of) == "");
+    if (n > 64) continue;
+    std::vector<Schedule> split = plan_all(shape);
+    for (Schedule& one_rank : split) one_rank = split_flags(one_rank);
+    CHECK(validate(split, shape.node_of) == "");
+  }
+}
+
+TEST_CASE("node validator: broken CUDA IPC schedules are rejected", "[node][ipc]") {
+  NodeShape shape = one_node(4);
+  shape.device_ipc = true;
+  const std::vector<Schedule> good = plan_all(shape);
+  REQUIRE(validate(good, shape.node_of) == "");
+  const auto rejects = [&](const std::vector<Schedule>& s) { return validate(s, shape.node_of); };
+  SECTION("the own block exposed in the round of its copy: the event could precede the copy") {
+    auto s = good;
+    s[2].rounds[0].node = s[2].rounds[1].node;
+    s[2].rounds[1].node.clear();
+    CHECK_THAT(rejects(s), Catch::Contains("round 0, rank 2: exposes its receive buffer's own block before a round has copied it there"));
+  }
+  SECTION("a device-level put: the segment is host memory") {
+    auto s = good;
+    s[1].rounds[1].node.push_back({NodeOp::Kind::put, {{1, 1}}, Level::device});
+    CHECK_THAT(rejects(s), Catch::Contains("round 1, rank 1: put marked device-level"));
+  }
+  SECTION("a node-level read beside device-level operations") {
+    auto s = good;
+    s[3].rounds[2].node[1].level = Level::node;
+    CHECK_THAT(rejects(s), Catch::Contains("round 2, rank 3: read marked node-level beside device-level ones"));
+  }
+  SECTION("a host copy of the own block on a rank whose buffers are device memory") {
+    auto s = good;
+    s[0].rounds[0].copies[0].level = Level::node;
+    CHECK_THAT(rejects(s), Catch::Contains("round 0, rank 0: marks its copy node-level, but its buffers are device memory"));
+  }
+  SECTION("a release before the peers' reads") {
+    auto s = good;
+    s[1].rounds[2].node.push_back(s[1].rounds[3].node[0]);
+    s[1].rounds[3].node.clear();
+    CHECK_THAT(rejects(s), Catch::Contains("round 2, rank 1: releases block 1 before rank 0 has read it"));
+  }
+}
+
+TEST_CASE("cost model: CUDA IPC is priced from its schedule", "[node][ipc][cost]") {
+  CostParams c;
+  const std::size_t m = 1 << 20;
+  const Layout layout = Layout::uniform(4, m);
+  // Three rounds of device_peer α, the reads of 3·M at its β; the own copy on the device
+  // (α + M at device_copy_s_per_byte) overlaps them.
+  const double rounds = 3 * c.device_peer.alpha_s + c.device_peer.beta_s_per_byte * static_cast<double>(3 * m);
+  const double own = c.device.alpha_s + c.device_copy_s_per_byte * static_cast<double>(m);
+  CHECK(predict_ipc(layout, Placement::single_node(4), c, false) == Approx(std::max(rounds, own)));
+  // Slower peer links, a longer call; across nodes no IPC.
+  CostParams slow = c;
+  slow.device_peer.beta_s_per_byte *= 10;
+  CHECK(predict_ipc(layout, Placement::single_node(4), slow, false) >
+        predict_ipc(layout, Placement::single_node(4), c, false));
+  CHECK(std::isinf(predict_ipc(layout, Placement(std::vector<int>{0, 0, 1, 1}), c, false)));
 }

@@ -45,6 +45,19 @@
 //   Bytes: each rank reads (N-1)·M once, at the kernel copy's speed; no segment.
 //   Restriction: one node.
 //
+// shared_memory by CUDA IPC (NodeShape::device_ipc: device buffers, lib/cuda/ipc.hpp),
+// the single-copy schedule at the device level; a rank exposes its device receive
+// buffer (its allocation is what CUDA IPC maps), so the own block goes there first:
+//   round 0   copy~device the own block into the own receive buffer (out of place)
+//   round 1   expose~device it there and signal~device it (the ready event, recorded after
+//             the copy on the same stream; the handles travel in lib/cuda's exchange)
+//   round 2   wait~device for every other block and read~device it from its owner's
+//             receive buffer (the stream waits for the owner's event, then copies)
+//   round 3   release~device: until every other rank has read the own block
+//
+//   Bytes: each rank copies M on its device and reads (N-1)·M from its peers' devices.
+//   Restriction: one node.
+//
 // hierarchical (nodes j = 0..J-1 numbered by lowest rank, L leaders per node):
 //   round 0        every rank puts its block into its node's segment and signals it
 //   round 1        every rank waits for its own node's other blocks and gets them; the
@@ -133,7 +146,28 @@ std::size_t inter_rounds(AlgorithmChoice a, int nnodes) {
 }
 
 // How shared_memory places its blocks (see above).
-enum class OneNode : unsigned char { staged, direct_write, single_copy };
+enum class OneNode : unsigned char { staged, direct_write, single_copy, device_ipc };
+
+// The single-copy schedule at the device level (see above).
+Schedule device_ipc(int n, int rank) {
+  using K = NodeOp::Kind;
+  Schedule s{n, rank, {}};
+  s.rounds.resize(n > 1 ? 4 : 1);
+  s.rounds[0].copies.push_back({{{rank, 1}}, Level::device});
+  if (n > 1) {
+    std::vector<BlockSpan> others;
+    if (rank > 0) others.push_back({0, rank});
+    if (rank + 1 < n) others.push_back({rank + 1, n - rank - 1});
+    add_node_op(s.rounds[1], K::expose, {{rank, 1}});
+    add_node_op(s.rounds[1], K::signal, {{rank, 1}});
+    add_node_op(s.rounds[2], K::wait, others);
+    add_node_op(s.rounds[2], K::read, std::move(others));
+    add_node_op(s.rounds[3], K::release, {{rank, 1}});
+    for (Round& r : s.rounds)
+      for (NodeOp& op : r.node) op.level = Level::device;
+  }
+  return s;
+}
 
 // shared_memory's rounds: the own block placed (put, written into the peers' buffers,
 // or exposed) and signalled, then every other block waited for (and got from the
@@ -141,6 +175,7 @@ enum class OneNode : unsigned char { staged, direct_write, single_copy };
 // released in a third round.
 Schedule one_node(int n, int rank, OneNode how) {
   using K = NodeOp::Kind;
+  if (how == OneNode::device_ipc) return device_ipc(n, rank);
   Schedule s{n, rank, {}};
   if (n > 1) {
     s.rounds.resize(how == OneNode::single_copy ? 3 : 2);
@@ -162,9 +197,10 @@ Schedule one_node(int n, int rank, OneNode how) {
 }
 
 OneNode one_node_kind(const NodeShape& shape) {
-  return shape.direct_write ? OneNode::direct_write
-         : shape.single_copy ? OneNode::single_copy
-                             : OneNode::staged;
+  return shape.device_ipc     ? OneNode::device_ipc
+         : shape.direct_write ? OneNode::direct_write
+         : shape.single_copy  ? OneNode::single_copy
+                              : OneNode::staged;
 }
 
 Schedule shared_memory(int n, int rank) { return one_node(n, rank, OneNode::staged); }
