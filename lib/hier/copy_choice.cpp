@@ -11,8 +11,9 @@
 namespace agx::hier {
 namespace {
 
-// Staged and single copy alternate in the trial calls, three of each.
-constexpr TrialPlan plan{3, 1};
+// Staged and single copy alternate in the trial calls, three of each; timed again 256
+// calls after each decision, then 1024, 4096, ... calls later.
+constexpr TrialPlan plan{3, 1, false, 1.0, 256};
 
 TrialWords words(Slot& s, int c) { return {s.trial_ns[c], &s.trial_gen[c]}; }
 

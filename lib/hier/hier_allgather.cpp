@@ -168,6 +168,7 @@ void print_trials(std::ostream& os, const std::string& size, const TimedTrials& 
   if (t.ended > 0)
     os << " (" << std::fixed << std::setprecision(1) << t.best[0] * 1e6 << " / "
        << t.best[1] * 1e6 << std::defaultfloat << " us here)";
+  if (t.retrials > 0) os << " [timed again " << t.retrials << "x]";
 }
 
 }  // namespace

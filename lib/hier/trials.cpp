@@ -18,7 +18,14 @@ std::uint64_t nanoseconds(double seconds) {
 TrialPick pick_way(HierContext& h, TimedTrials* classes, int c, const TrialPlan& plan,
                    TrialWords (*words)(Slot&, int)) {
   TimedTrials& t = classes[c];
-  if (t.decided >= 0) return {t.decided, -1};
+  if (t.decided >= 0) {
+    const int shift = 2 * std::min(t.retrials, 24);  // (after, 4x, 16x, ... calls)
+    if (plan.retrial_after <= 0 || ++t.since < static_cast<std::uint64_t>(plan.retrial_after) << shift)
+      return {t.decided, -1};
+    const int retrials = t.retrials + 1;  // the same call of the class on every rank
+    t = TimedTrials{};
+    t.retrials = retrials;
+  }
   if (t.calls < 2 * plan.calls_each) return {(t.calls / plan.period) % 2, c};
   if (h.gen() + 1 < t.ended + 2) return {};  // the peers' times may not be visible yet
   std::uint64_t worst[2] = {0, 0};

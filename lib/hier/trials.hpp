@@ -8,8 +8,13 @@
 //   end of the trials (gen g) each rank publishes both times and g in its slot
 //   a call at gen >= g + 2   every rank reads every local rank's times (published before
 //                            that rank's call g + 1, whose flags this rank has read) and
-//                            takes, for good, the way whose slowest rank was faster; calls
-//                            between g and g + 2 take way 0
+//                            takes the way whose slowest rank was faster; calls between g
+//                            and g + 2 take way 0
+//   re-trials                TrialPlan::retrial_after calls of the class after a decision,
+//                            its trials run again (and then after 4x, 16x, ... as many
+//                            calls): a decision that a noisy moment made (a peer late, the
+//                            machine busy) or that the job's later phases changed does not
+//                            hold for good
 //
 // Every rank takes the same way in every call: the trial calls follow from the count of
 // the class's calls, the same everywhere, and the decision from the same published words.
@@ -34,7 +39,9 @@ struct TimedTrials {
   /// Once the trials are over: each way's best seconds, or median (TrialPlan::median)
   double best[2] = {1e300, 1e300};
   std::uint64_t ended = 0;                  ///< gen of the last trial call (0: trials not over)
-  int decided = -1;                 ///< -1 undecided, else the way taken for good
+  int decided = -1;                 ///< -1 undecided, else the way taken until the next trials
+  std::uint64_t since = 0;          ///< calls of the class since the decision
+  int retrials = 0;                 ///< times the trials ran again (TrialPlan::retrial_after)
 };
 
 /// The words of one size class's trials in a rank's slot (shared with the node).
@@ -50,11 +57,14 @@ struct TrialWords {
 /// already is as fast either way and the best would pick a way by chance).
 /// `margin`: way 1 is taken only where its slowest rank's time is below margin times way
 /// 0's (1: whichever is faster; less where a wrong way 1 costs more than a wrong way 0).
+/// `retrial_after`: calls of a class after its decision before its trials run again,
+/// four times as many before each later time (0: a decision holds for good).
 struct TrialPlan {
   int calls_each = 3;
   int period = 1;
   bool median = false;
   double margin = 1.0;
+  int retrial_after = 0;
 };
 
 /// The way a call takes, and its size class where it is a trial call (time it: record_way).

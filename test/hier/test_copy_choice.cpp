@@ -14,6 +14,11 @@
 //   test_copy_choice trials     the default: every class decided after its trials
 //   test_copy_choice forced     AGX_CMA_MIN_BYTES is set: no trials, nothing decided
 //   test_copy_choice staged     AGX_CMA=0: no trials, every call staged
+//   test_copy_choice retrial    1100 calls of 8 KiB and 64 KiB each, in turn: 256 calls
+//                               after its decision each copy class times both ways
+//                               again, 1024 calls after it each wait class (trials.hpp,
+//                               TrialPlan::retrial_after), the same way on every rank;
+//                               the data of every call checked
 
 #include <agx/agx.hpp>
 
@@ -51,9 +56,11 @@ int main(int argc, char** argv) {
   int rank = 0, n = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  const std::size_t sizes[] = {8 * 1024, 16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024};
-  constexpr std::size_t nsizes = std::size(sizes);
-  const int calls = 12;
+  const bool retrial = mode == "retrial";
+  std::vector<std::size_t> sizes{8 * 1024, 16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024};
+  if (retrial) sizes = {8 * 1024, 64 * 1024};
+  const std::size_t nsizes = sizes.size();
+  const int calls = retrial ? 1100 : 12;
   agx::Allgather<unsigned char> g(MPI_COMM_WORLD, {agx::Algorithm::shared_memory});
   unsigned salt = 1;
   for (int k = 0; k < calls; ++k)
@@ -79,11 +86,13 @@ int main(int argc, char** argv) {
     const agx::hier::CopyTrials& t = h.copy_trials[static_cast<std::size_t>(c)];
     mine.push_back(t.calls);
     mine.push_back(t.decided);
+    mine.push_back(t.retrials);
   }
   for (const std::size_t m : sizes) {
     const agx::hier::TimedTrials& w = h.wait_trials[static_cast<std::size_t>(agx::hier::wait_class_of(m))];
     mine.push_back(w.calls);
     mine.push_back(w.decided);
+    mine.push_back(w.retrials);
   }
   mine.push_back(static_cast<long>(h.staged_calls));
   mine.push_back(static_cast<long>(h.single_copy_calls));
@@ -93,31 +102,42 @@ int main(int argc, char** argv) {
   for (int r = 1; r < n; ++r)
     if (!std::equal(mine.begin(), mine.end(), all.begin() + static_cast<long>(r * mine.size())))
       fail(rank, "rank " + std::to_string(r) + " saw other trials, decisions or call counts than rank 0");
-  const long made = calls * static_cast<long>(std::size(sizes));
-  if (n > 1 && mine[4 * nsizes] + mine[4 * nsizes + 1] != made)
-    fail(rank, "staged " + std::to_string(mine[4 * nsizes]) + " + single copy " + std::to_string(mine[4 * nsizes + 1]) +
+  const long made = calls * static_cast<long>(nsizes);
+  if (n > 1 && mine[6 * nsizes] + mine[6 * nsizes + 1] != made)
+    fail(rank, "staged " + std::to_string(mine[6 * nsizes]) + " + single copy " + std::to_string(mine[6 * nsizes + 1]) +
                    " calls, not " + std::to_string(made));
-  for (std::size_t s = 0; s < std::size(sizes) && n > 1; ++s) {
-    const long trials = mine[2 * s], decided = mine[2 * s + 1];
+  // Re-trials: the first 256 calls after a copy class's decision (1024 for a wait class;
+  // trial calls 6 or 8, and 2 until the decision, as trials.hpp says) take the decided way,
+  // the next call starts the trials again; by the 1100th call they are over and decided
+  // again, and the next ones (4x as many calls later) not begun.
+  const long retrials_expected = retrial ? 1 : 0;
+  const bool timed = mode == "trials" || retrial;
+  for (std::size_t s = 0; s < nsizes && n > 1; ++s) {
+    const long trials = mine[3 * s], decided = mine[3 * s + 1], again = mine[3 * s + 2];
     const std::string what = std::to_string(sizes[s]) + " B: " + std::to_string(trials) +
-                             " trial calls, decision " + std::to_string(decided);
-    if (mode == "trials" && h.cma && (trials != 6 || decided < 0)) fail(rank, what + " (expected 6, decided)");
-    if (mode != "trials" && (trials != 0 || decided != -1)) fail(rank, what + " (expected none)");
+                             " trial calls, decision " + std::to_string(decided) + ", timed again " +
+                             std::to_string(again) + "x";
+    if (timed && h.cma && (trials != 6 || decided < 0 || again != retrials_expected))
+      fail(rank, what + " (expected 6, decided, timed again " + std::to_string(retrials_expected) + "x)");
+    if (!timed && (trials != 0 || decided != -1)) fail(rank, what + " (expected none)");
   }
   const bool wait_trials = h.oversubscribed && !h.sleep_forced;
-  for (std::size_t s = 0; s < std::size(sizes) && n > 1; ++s) {
-    const long trials = mine[2 * nsizes + 2 * s], decided = mine[2 * nsizes + 2 * s + 1];
+  for (std::size_t s = 0; s < nsizes && n > 1; ++s) {
+    const long trials = mine[3 * nsizes + 3 * s], decided = mine[3 * nsizes + 3 * s + 1],
+               again = mine[3 * nsizes + 3 * s + 2];
     const std::string what = std::to_string(sizes[s]) + " B: " + std::to_string(trials) +
-                             " wait trial calls, decision " + std::to_string(decided);
-    if (wait_trials && (trials != 8 || decided < 0)) fail(rank, what + " (expected 8, decided)");
+                             " wait trial calls, decision " + std::to_string(decided) + ", timed again " +
+                             std::to_string(again) + "x";
+    if (wait_trials && (trials != 8 || decided < 0 || again != retrials_expected))
+      fail(rank, what + " (expected 8, decided, timed again " + std::to_string(retrials_expected) + "x)");
     if (!wait_trials && (trials != 0 || decided != -1)) fail(rank, what + " (expected none)");
   }
-  if (mode == "staged" && n > 1 && mine[4 * nsizes + 1] != 0) fail(rank, "single copy with AGX_CMA=0");
-  if (mode == "forced" && n > 1 && mine[4 * nsizes] != 0) fail(rank, "staged calls with AGX_CMA_MIN_BYTES=0");
+  if (mode == "staged" && n > 1 && mine[6 * nsizes + 1] != 0) fail(rank, "single copy with AGX_CMA=0");
+  if (mode == "forced" && n > 1 && mine[6 * nsizes] != 0) fail(rank, "staged calls with AGX_CMA_MIN_BYTES=0");
   if (rank == 0)
     std::printf("test_copy_choice %s N=%d: %s (single copy %s; staged %ld, single copy %ld calls; waits %s)\n",
-                mode.c_str(), n, failures ? "FAIL" : "ok", h.cma ? "works" : "unavailable", mine[4 * nsizes],
-                mine[4 * nsizes + 1], wait_trials ? "timed" : "fixed");
+                mode.c_str(), n, failures ? "FAIL" : "ok", h.cma ? "works" : "unavailable", mine[6 * nsizes],
+                mine[6 * nsizes + 1], wait_trials ? "timed" : "fixed");
   int worst = failures;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Finalize();
