@@ -121,10 +121,12 @@ int main(int argc, char** argv) {
   try {
     if (call_bytes > 0) {
       std::vector<std::byte> send(call_bytes), recv(call_bytes * static_cast<std::size_t>(n));
-      for (int i = 0; i < 10; ++i)
-        agx::allgather_bytes(MPI_COMM_WORLD, {send.data(), recv.data(), false},
-                             agx::Layout::uniform(n, call_bytes),
-                             agx::Options{agx::Algorithm::hierarchical});
+      // Ten calls of the node path (its copy and wait trials), then ten automatic ones
+      // (from 1 MiB on one node: auto against its rival, core/algorithm_trials.hpp).
+      for (const agx::Algorithm a : {agx::Algorithm::hierarchical, agx::Algorithm::automatic})
+        for (int i = 0; i < 10; ++i)
+          agx::allgather_bytes(MPI_COMM_WORLD, {send.data(), recv.data(), false},
+                               agx::Layout::uniform(n, call_bytes), agx::Options{a});
     }
     std::string text = agx::hier::describe(agx::context(MPI_COMM_WORLD));
     // Only the first rank of each node reports; rank 0 prints everything in rank order.

@@ -26,8 +26,10 @@ CallChoice choose_call(CommContext& ctx, const Layout& layout, const Options& op
   return c;
 }
 
-Algorithm run_blocking(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
-                       const Layout& layout) {
+namespace {
+
+Algorithm run_choice(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
+                     const Layout& layout) {
   const AlgorithmChoice& a = c.algorithm;
   if (config().check) check_consistency(ctx, layout, a, buffers.in_place);
   // Device buffers: lib/cuda, which says what it ran (docs/gpu.md).
@@ -53,6 +55,22 @@ Algorithm run_blocking(CommContext& ctx, const CallChoice& c, const Buffers& buf
   e.start();
   wait_blocking(e);
   return a.id;
+}
+
+}  // namespace
+
+Algorithm run_blocking(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
+                       const Layout& layout) {
+  if (c.rival.algorithm.id == Algorithm::automatic) return run_choice(ctx, c, buffers, layout);
+  // The model's choice against its rival (core/algorithm_trials.hpp): both timed on the
+  // first calls of the size, then the faster kept until the trials run again.
+  AlgorithmTrials& trials = ctx.algorithm_trials();
+  const AlgorithmTrials::Pick pick = trials.pick(mean_block(layout));
+  const double started = pick.trial_class >= 0 ? MPI_Wtime() : 0.0;
+  const Algorithm ran = pick.way == 1 ? run_choice(ctx, rival_choice(c), buffers, layout)
+                                      : run_choice(ctx, c, buffers, layout);
+  if (pick.trial_class >= 0) trials.record(pick, MPI_Wtime() - started, ctx.comm());
+  return ran;
 }
 
 StartedCall::StartedCall(CommContext& ctx, const CallChoice& c, const Buffers& buffers,

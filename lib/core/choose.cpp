@@ -3,6 +3,7 @@
 
 #include "core/choose.hpp"
 
+#include "core/algorithm_trials.hpp"
 #include "core/config.hpp"
 #include "core/select.hpp"
 
@@ -10,6 +11,13 @@ namespace agx {
 
 bool is_node_path(Algorithm a) {
   return a != Algorithm::automatic && !algorithm_info(a).point_to_point;
+}
+
+std::size_t mean_block(const Layout& layout) {
+  if (layout.is_uniform()) return layout.bytes(0);
+  std::size_t total = 0;
+  for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
+  return total / static_cast<std::size_t>(layout.nranks());
 }
 
 bool is_automatic(const Options& options) {
@@ -39,7 +47,30 @@ CallChoice choose(Selector& selector, const Layout& layout, const Options& optio
     c.path = CallPath::point_to_point;
     c.deferred = true;
   }
+  // 6. The rival (see the header): large blocking automatic calls on one node.
+  if (automatic && facts.kind == CallKind::blocking && !c.deferred && !facts.device &&
+      !facts.messages_only && selector.placement().nodes() == 1 &&
+      mean_block(layout) >= AlgorithmTrials::min_bytes &&
+      selector.measured(layout).id == Algorithm::automatic) {
+    if (c.path == CallPath::node) {
+      c.rival.algorithm = selector.best_point_to_point(layout, facts.in_place);
+      c.rival.path = CallPath::point_to_point;
+      c.rival.try_direct_write = facts.direct_write_size;
+    } else {
+      c.rival.algorithm = AlgorithmChoice{Algorithm::shared_memory, 0};
+      c.rival.path = CallPath::node;
+    }
+  }
   return c;
+}
+
+CallChoice rival_choice(const CallChoice& c) {
+  CallChoice r = c;
+  r.algorithm = c.rival.algorithm;
+  r.path = c.rival.path;
+  r.try_direct_write = c.rival.try_direct_write;
+  r.rival = {};
+  return r;
 }
 
 }  // namespace agx

@@ -26,6 +26,14 @@
 //   5. device buffers: where some rank sees a GPU (`device`), lib/cuda settles the call
 //      first (the ranks agree on memory kinds) and runs device buffers on its own
 //      staged, IPC or CUDA-aware path with this algorithm; host buffers take `path`.
+//   6. the rival: a blocking automatic call on one node whose mean block is at least
+//      AlgorithmTrials::min_bytes, whose choice the model made (no measured winner of a
+//      tuning file) and that is neither deferred nor on a GPU node, names the rival of
+//      its choice (the best point-to-point algorithm for the node path, shared_memory
+//      for a point-to-point one); the blocking path times both on the first calls of
+//      each size and keeps the rival only where it was faster (core/algorithm_trials.hpp).
+//      A trial's first call runs the choice, so a communicator used once never makes
+//      the node's segment for a rival either.
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
@@ -71,7 +79,20 @@ struct CallChoice {
   bool deferred = false;          ///< the first-call rule swapped a node path (3. above)
   bool try_direct_write = false;  ///< try direct write first (4. above)
   bool device = false;            ///< lib/cuda settles the call first (5. above)
+  /// The rival that trials time against this choice (6. above); `rival.algorithm.id`
+  /// automatic: none.
+  struct Rival {
+    AlgorithmChoice algorithm{Algorithm::automatic, 0};
+    CallPath path = CallPath::point_to_point;
+    bool try_direct_write = false;
+  } rival;
 };
+
+/// The rival of `c` as a choice of its own (its algorithm, path and direct write).
+CallChoice rival_choice(const CallChoice& c);
+
+/// The mean block of a call, in bytes (what size classes are made of).
+std::size_t mean_block(const Layout& layout);
 
 /// Whether `a` runs through a node's shared segment (shared_memory, hierarchical): a
 /// registered algorithm that is not a schedule of messages (the registry says which).

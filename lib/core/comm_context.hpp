@@ -19,6 +19,7 @@
 
 #include <agx/algorithm.hpp>
 
+#include "core/algorithm_trials.hpp"
 #include "core/descriptors.hpp"
 #include "core/schedule.hpp"
 
@@ -94,6 +95,10 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   /// The automatic selection state: placement, tuning, node stage (made at set-up).
   Selector& selector() { return *selector_; }
 
+  /// `auto` against its rival on this communicator's large one-node calls
+  /// (algorithm_trials.hpp; api/dispatch.cpp times them).
+  AlgorithmTrials& algorithm_trials() { return algorithm_trials_; }
+
   /// Whether the set-up exchange found that no call on this communicator can involve
   /// device memory (no rank sees a GPU, or AGX_CUDA=off; device settings agree): the
   /// device layer (lib/cuda) records it once, so a host call skips that layer with one
@@ -109,6 +114,7 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   int rank_ = 0;
   unsigned sequence_ = 0;
   bool host_only_ = false;
+  AlgorithmTrials algorithm_trials_;
   std::map<AlgorithmChoice, Schedule> schedules_;
   std::map<AlgorithmChoice, Schedule> staged_;  // staged_schedule
   DescriptorCache descriptors_;  // after schedules_: its entries point at them

@@ -277,6 +277,23 @@ std::string describe(CommContext& ctx) {
     if (!any) os << " none yet";
   }
   os << "\n";
+  {  // core/algorithm_trials.hpp
+    const AlgorithmTrials& at = ctx.algorithm_trials();
+    os << "  auto against its rival (blocking calls from " << AlgorithmTrials::min_bytes << " B mean block):";
+    bool any = false;
+    for (int c = 0; c < AlgorithmTrials::classes; ++c) {
+      const AlgorithmTrials::Class& t = at.at(c);
+      if (t.calls == 0) continue;
+      any = true;
+      os << " " << (AlgorithmTrials::min_bytes << c) << " B "
+         << (t.decided == 1 ? "rival" : t.decided == 0 ? "model's choice" : "in trial");
+      if (t.decided >= 0)
+        os << " (" << std::fixed << std::setprecision(1) << t.slowest[0] * 1e6 << " / " << t.slowest[1] * 1e6
+           << std::defaultfloat << " us here)";
+      if (t.retrials > 0) os << " [timed again " << t.retrials << "x]";
+    }
+    os << (any ? "" : " none yet") << "\n";
+  }
   os << "  leaders per node " << h.leaders << ", single copy (process_vm_readv) "
      << (!h.node_ready() ? "not probed yet (at the first shared-memory call)"
          : h.cma         ? "available"

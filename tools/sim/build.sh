@@ -25,7 +25,7 @@ fi
 mkdir -p "$out/obj"
 mapfile -t planners < <(sed -n 's/^AGX_PLANNER([a-z0-9_]*, *"\([^"]*\)".*/\1/p' "$root/include/agx/algorithms.def")
 sources=(lib/core/schedule.cpp lib/core/planner.cpp lib/core/registry.cpp lib/core/message.cpp lib/core/executor.cpp
-         lib/core/descriptors.cpp lib/core/comm_context.cpp
+         lib/core/descriptors.cpp lib/core/comm_context.cpp lib/core/algorithm_trials.cpp
          lib/core/timeout.cpp lib/core/integrity.cpp lib/core/crc32c.cpp
          lib/core/validator.cpp lib/core/cost_model.cpp lib/core/settings.cpp
          lib/core/tuning.cpp lib/core/select.cpp lib/core/choose.cpp

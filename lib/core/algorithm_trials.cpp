@@ -1,0 +1,41 @@
+// `auto` against its rival, timed on the calls themselves (algorithm_trials.hpp).
+
+#include "core/algorithm_trials.hpp"
+
+#include "core/mpi_check.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace agx {
+
+int AlgorithmTrials::class_of(std::size_t mean) {
+  const int c = static_cast<int>(std::bit_width(mean)) - 21;  // 1 MiB -> 0
+  return std::clamp(c, 0, classes - 1);
+}
+
+AlgorithmTrials::Pick AlgorithmTrials::pick(std::size_t mean) {
+  const int c = class_of(mean);
+  Class& t = classes_[static_cast<std::size_t>(c)];
+  if (t.decided >= 0) {
+    const int shift = 2 * std::min(t.retrials, 24);  // (after, 4x, 16x, ... calls)
+    if (++t.since < static_cast<std::uint64_t>(retrial_after) << shift) return {t.decided, -1};
+    const int retrials = t.retrials + 1;  // the same call of the class on every rank
+    t = Class{};
+    t.retrials = retrials;
+  }
+  return {t.calls % 2, c};
+}
+
+void AlgorithmTrials::record(const Pick& p, double seconds, MPI_Comm comm) {
+  if (p.trial_class < 0) return;
+  Class& t = classes_[static_cast<std::size_t>(p.trial_class)];
+  t.best[static_cast<std::size_t>(p.way)] = std::min(t.best[static_cast<std::size_t>(p.way)], seconds);
+  if (++t.calls < 2 * calls_each) return;
+  // PMPI_: under the interposer agx's own collectives must not re-enter it.
+  check_mpi(PMPI_Allreduce(t.best.data(), t.slowest.data(), 2, MPI_DOUBLE, MPI_MAX, comm),
+            "MPI_Allreduce");
+  t.decided = t.slowest[1] < margin * t.slowest[0] ? 1 : 0;
+}
+
+}  // namespace agx
