@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/algorithm_trials.hpp"
 #include "core/choose.hpp"
 #include "core/registry.hpp"
 #include "core/select.hpp"
@@ -160,4 +161,46 @@ TEST_CASE("choose: a caller of messages only gets the best point-to-point algori
   CHECK(choose(sel, layout, Options{Algorithm::shared_memory, false, 0},
                facts(CallKind::nonblocking, false))
             .path == CallPath::node);
+}
+
+TEST_CASE("choose: large blocking automatic calls on one node name the rival of their choice", "[choose]") {
+  Selector sel = on_nodes({0, 0, 0, 0});
+  const std::size_t big = AlgorithmTrials::min_bytes;
+  // Sizes from 1 MiB where the model picks the node path and where it picks messages.
+  std::optional<std::size_t> node_big, p2p_big;
+  for (std::size_t bytes = big; bytes <= (std::size_t{64} << 20); bytes *= 2)
+    (is_node_path(sel.choose(Layout::uniform(4, bytes), false).id) ? node_big : p2p_big)
+        .emplace(bytes);
+  REQUIRE(p2p_big);
+  const CallChoice p2p = choose(sel, Layout::uniform(4, *p2p_big), automatic, facts(CallKind::blocking));
+  CHECK(p2p.path == CallPath::point_to_point);
+  CHECK(p2p.rival.algorithm.id == Algorithm::shared_memory);
+  CHECK(p2p.rival.path == CallPath::node);
+  const CallChoice as_rival = rival_choice(p2p);
+  CHECK(as_rival.algorithm.id == Algorithm::shared_memory);
+  CHECK(as_rival.path == CallPath::node);
+  CHECK(as_rival.rival.algorithm.id == Algorithm::automatic);  // (no rival of its own)
+  // Even before the node's set-up: a trial's first call runs the choice.
+  CHECK(choose(sel, Layout::uniform(4, *p2p_big), automatic, facts(CallKind::blocking, false)).rival.algorithm.id ==
+        Algorithm::shared_memory);
+  if (node_big) {
+    const CallChoice node = choose(sel, Layout::uniform(4, *node_big), automatic, facts(CallKind::blocking));
+    CHECK(node.path == CallPath::node);
+    CHECK(node.rival.algorithm.id == sel.best_point_to_point(Layout::uniform(4, *node_big), false).id);
+    CHECK(node.rival.path == CallPath::point_to_point);
+    // The first call defers the node path: no rival then.
+    CHECK(choose(sel, Layout::uniform(4, *node_big), automatic, facts(CallKind::blocking, false)).rival.algorithm.id ==
+          Algorithm::automatic);
+  }
+  const auto no_rival = [](const CallChoice& c) { return c.rival.algorithm.id == Algorithm::automatic; };
+  const Layout layout = Layout::uniform(4, *p2p_big);
+  CHECK(no_rival(choose(sel, Layout::uniform(4, big / 2), automatic, facts(CallKind::blocking))));  // small
+  CHECK(no_rival(choose(sel, layout, automatic, facts(CallKind::nonblocking))));
+  CHECK(no_rival(choose(sel, layout, automatic, facts(CallKind::persistent))));
+  CHECK(no_rival(choose(sel, layout, Options{Algorithm::direct, false, 0}, facts(CallKind::blocking))));
+  CallFacts device = facts(CallKind::blocking);
+  device.device = true;
+  CHECK(no_rival(choose(sel, layout, automatic, device)));
+  Selector two = on_nodes({0, 0, 1, 1});
+  CHECK(no_rival(choose(two, layout, automatic, facts(CallKind::blocking))));
 }
