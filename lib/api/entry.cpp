@@ -178,7 +178,13 @@ Algorithm allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
 
 AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Options& options,
                                  bool in_place) {
-  return choose_call(context(comm), layout, options, in_place, CallKind::query).algorithm;
+  CommContext& ctx = context(comm);
+  const CallChoice c = choose_call(ctx, layout, options, in_place, CallKind::query);
+  // Where the next blocking call would run the rival (a trial call, or the rival kept:
+  // core/algorithm_trials.hpp), that is what it runs.
+  if (c.rival.algorithm.id != Algorithm::automatic && ctx.algorithm_trials().peek(mean_block(layout)) == 1)
+    return c.rival.algorithm;
+  return c.algorithm;
 }
 
 Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,

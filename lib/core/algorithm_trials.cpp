@@ -27,6 +27,13 @@ AlgorithmTrials::Pick AlgorithmTrials::pick(std::size_t mean) {
   return {t.calls % 2, c};
 }
 
+int AlgorithmTrials::peek(std::size_t mean) const {
+  const Class& t = classes_[static_cast<std::size_t>(class_of(mean))];
+  if (t.decided < 0) return t.calls % 2;
+  const int shift = 2 * std::min(t.retrials, 24);
+  return t.since + 1 < static_cast<std::uint64_t>(retrial_after) << shift ? t.decided : 0;
+}
+
 void AlgorithmTrials::record(const Pick& p, double seconds, MPI_Comm comm) {
   if (p.trial_class < 0) return;
   Class& t = classes_[static_cast<std::size_t>(p.trial_class)];

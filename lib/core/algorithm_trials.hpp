@@ -44,6 +44,8 @@ class AlgorithmTrials {
 
   /// Before a blocking automatic call with a rival, of `mean` bytes of mean block.
   Pick pick(std::size_t mean);
+  /// The way pick() would give the next such call, changing nothing (choose_algorithm).
+  int peek(std::size_t mean) const;
   /// After that call ran without error on this rank: its seconds, kept where it was a
   /// trial call; the last trial call of a class agrees on the decision over `comm`
   /// (collective: every rank makes that call).

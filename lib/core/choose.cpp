@@ -48,7 +48,8 @@ CallChoice choose(Selector& selector, const Layout& layout, const Options& optio
     c.deferred = true;
   }
   // 6. The rival (see the header): large blocking automatic calls on one node.
-  if (automatic && facts.kind == CallKind::blocking && !c.deferred && !facts.device &&
+  if (automatic && (facts.kind == CallKind::blocking || facts.kind == CallKind::query) && !c.deferred &&
+      !facts.device &&
       !facts.messages_only && selector.placement().nodes() == 1 &&
       mean_block(layout) >= AlgorithmTrials::min_bytes &&
       selector.measured(layout).id == Algorithm::automatic) {

@@ -26,7 +26,7 @@
 //   5. device buffers: where some rank sees a GPU (`device`), lib/cuda settles the call
 //      first (the ranks agree on memory kinds) and runs device buffers on its own
 //      staged, IPC or CUDA-aware path with this algorithm; host buffers take `path`.
-//   6. the rival: a blocking automatic call on one node whose mean block is at least
+//   6. the rival: a blocking automatic call (or a query of one) on one node whose mean block is at least
 //      AlgorithmTrials::min_bytes, whose choice the model made (no measured winner of a
 //      tuning file) and that is neither deferred nor on a GPU node, names the rival of
 //      its choice (the best point-to-point algorithm for the node path, shared_memory
