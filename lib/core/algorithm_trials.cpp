@@ -14,9 +14,18 @@ int AlgorithmTrials::class_of(std::size_t mean) {
   return std::clamp(c, 0, classes - 1);
 }
 
-AlgorithmTrials::Pick AlgorithmTrials::pick(std::size_t mean) {
+AlgorithmTrials::Pick AlgorithmTrials::pick(std::size_t mean, MPI_Comm comm) {
   const int c = class_of(mean);
   Class& t = classes_[static_cast<std::size_t>(c)];
+  if (t.decided < 0 && t.calls == 2 * calls_each) {
+    // The trials are over: the first call of the class after them decides, on every rank
+    // (every rank makes it, whether or not its own trial calls all went through).
+    // PMPI_: under the interposer agx's own collectives must not re-enter it.
+    check_mpi(PMPI_Allreduce(t.best.data(), t.slowest.data(), 2, MPI_DOUBLE, MPI_MAX, comm),
+              "MPI_Allreduce");
+    t.decided = t.slowest[1] < margin * t.slowest[0] ? 1 : 0;
+    return {0, -1};  // (this call runs the choice: what peek() said before the agreement)
+  }
   if (t.decided >= 0) {
     const int shift = 2 * std::min(t.retrials, 24);  // (after, 4x, 16x, ... calls)
     if (++t.since < static_cast<std::uint64_t>(retrial_after) << shift) return {t.decided, -1};
@@ -24,25 +33,22 @@ AlgorithmTrials::Pick AlgorithmTrials::pick(std::size_t mean) {
     t = Class{};
     t.retrials = retrials;
   }
-  return {t.calls % 2, c};
+  const int way = t.calls++ % 2;  // counted here, so a call that fails counts too
+  return {way, c};
 }
 
 int AlgorithmTrials::peek(std::size_t mean) const {
   const Class& t = classes_[static_cast<std::size_t>(class_of(mean))];
-  if (t.decided < 0) return t.calls % 2;
+  if (t.decided < 0) return t.calls < 2 * calls_each ? t.calls % 2 : 0;  // (the agreeing call: the choice)
   const int shift = 2 * std::min(t.retrials, 24);
   return t.since + 1 < static_cast<std::uint64_t>(retrial_after) << shift ? t.decided : 0;
 }
 
-void AlgorithmTrials::record(const Pick& p, double seconds, MPI_Comm comm) {
+void AlgorithmTrials::record(const Pick& p, double seconds) {
   if (p.trial_class < 0) return;
   Class& t = classes_[static_cast<std::size_t>(p.trial_class)];
-  t.best[static_cast<std::size_t>(p.way)] = std::min(t.best[static_cast<std::size_t>(p.way)], seconds);
-  if (++t.calls < 2 * calls_each) return;
-  // PMPI_: under the interposer agx's own collectives must not re-enter it.
-  check_mpi(PMPI_Allreduce(t.best.data(), t.slowest.data(), 2, MPI_DOUBLE, MPI_MAX, comm),
-            "MPI_Allreduce");
-  t.decided = t.slowest[1] < margin * t.slowest[0] ? 1 : 0;
+  double& best = t.best[static_cast<std::size_t>(p.way)];
+  best = std::min(best, seconds);
 }
 
 }  // namespace agx

@@ -8,9 +8,12 @@
 //
 //   trial calls of a class   its first 2·calls_each calls alternate way 0 and way 1 (the
 //                            calls of the class counted alike on every rank)
-//   end of the trials        each rank's best time of each way, the slowest rank's taken
-//                            (one MPI_Allreduce on the communicator, in that call); way 1
-//                            where it is below `margin` times way 0's
+//   end of the trials        the class's next call begins with one MPI_Allreduce (max) of
+//                            every rank's best time of each way on the communicator and
+//                            runs the choice; from the call after it, way 1 where the
+//                            slowest rank's time is below `margin` times way 0's. Calls are
+//                            counted when picked, so a trial call that failed on one rank
+//                            leaves every rank's count, and the agreement, in step
 //   re-trials                `retrial_after` calls after a decision the trials run again,
 //                            four times as many calls after each later one
 //
@@ -42,14 +45,15 @@ class AlgorithmTrials {
   /// The class of a call of `mean` bytes of mean block (>= min_bytes).
   static int class_of(std::size_t mean);
 
-  /// Before a blocking automatic call with a rival, of `mean` bytes of mean block.
-  Pick pick(std::size_t mean);
+  /// Before a blocking automatic call with a rival, of `mean` bytes of mean block; the
+  /// first call of a class after its trials agrees on the decision over `comm`
+  /// (collective: every rank makes that call).
+  Pick pick(std::size_t mean, MPI_Comm comm);
   /// The way pick() would give the next such call, changing nothing (choose_algorithm).
   int peek(std::size_t mean) const;
-  /// After that call ran without error on this rank: its seconds, kept where it was a
-  /// trial call; the last trial call of a class agrees on the decision over `comm`
-  /// (collective: every rank makes that call).
-  void record(const Pick& p, double seconds, MPI_Comm comm);
+  /// After a call ran without error on this rank: its seconds, kept where it was a trial
+  /// call.
+  void record(const Pick& p, double seconds);
 
   /// For agx-info and tests: a class's state.
   struct Class {

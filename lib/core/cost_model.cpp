@@ -180,6 +180,13 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
   std::vector<double> routed_done(plans.size());
   // Device copies (staged schedules): each rank's device clock, this round's to_device bytes.
   std::vector<double> device_clock(plans.size(), 0.0);
+  // A CUDA IPC schedule (device-level node operations): its own device copy precedes the
+  // event its peers' reads wait for, so it is part of its round, not beside the rounds.
+  std::vector<char> ipc(plans.size(), 0);
+  std::vector<double> own_device(plans.size(), 0.0);  // a round's such copy
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    for (const Round& round : plans[i].rounds)
+      for (const NodeOp& op : round.node) ipc[i] |= op.level == Level::device;
   std::vector<std::size_t> to_host(plans.size()), to_device(plans.size());
   const LevelCost& dev = params.device;
   const auto chunk = static_cast<double>(std::max<std::size_t>(params.device_chunk_bytes, 1));
@@ -242,6 +249,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
     std::fill(loads.begin(), loads.end(), std::array<Load, 2>{});
     std::fill(copied.begin(), copied.end(), 0);
     std::fill(read.begin(), read.end(), 0);
+    std::fill(own_device.begin(), own_device.end(), 0.0);
     std::fill(local.begin(), local.end(), 0);
     std::fill(node_ops.begin(), node_ops.end(), 0);
     std::fill(routed_done.begin(), routed_done.end(), 0.0);
@@ -327,8 +335,9 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
                 local[i] += layout.bytes(b);
                 continue;
               }
-              device_clock[i] = std::max(device_clock[i], dev.alpha_s + params.device_copy_s_per_byte *
-                                                                            static_cast<double>(layout.bytes(b)));
+              const double copy = dev.alpha_s + params.device_copy_s_per_byte * static_cast<double>(layout.bytes(b));
+              if (ipc[i]) own_device[i] += copy;
+              else device_clock[i] = std::max(device_clock[i], copy);
             }
       nic_bytes[placement.node_of(r)] += loads[i][static_cast<int>(Level::network)].bytes_out;
     }
@@ -351,6 +360,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
         rank_time = std::max(rank_time, t);
       }
       const double own = gamma * static_cast<double>(local[i]);  // the round's local copies
+      rank_time = std::max(rank_time, own_device[i]);  // (an IPC schedule's own device copy)
       if (node_ops[i] == 2) {
         // CUDA IPC (device-level single copy): a round of lib/cuda's synchronization, then
         // the reads from the peers' devices (its own copy is the device clock's).

@@ -82,6 +82,7 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   std::vector<std::vector<long long>> read_at(static_cast<std::size_t>(n), std::vector<long long>(n, -1));
   std::vector<std::vector<long long>> released(static_cast<std::size_t>(nnodes), std::vector<long long>(n, -1));
   std::vector<int> reads(static_cast<std::size_t>(n), 0);
+  std::vector<long long> read_round(static_cast<std::size_t>(n), -1);  // the round of rank r's read
   std::vector<std::pair<int, int>> signals, gets, releases;  // (rank, block) of the round
   std::size_t nrounds = 0;
   for (int r = 0; r < n; ++r) {
@@ -196,6 +197,7 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
         if (op.kind == NodeOp::Kind::read && ++reads[static_cast<std::size_t>(r)] > 1)
           return where(k, r) + "reads a second time: a rank reads once (the end of its read tells the owners "
                                "it is done with their buffers)";
+        if (op.kind == NodeOp::Kind::read) read_round[static_cast<std::size_t>(r)] = static_cast<long long>(k);
         // Who placed block b on r's node other than by a put (-1: nobody).
         const auto placed_by = [&](int b) {
           return std::max({writer[node(r)][b], exposer[node(r)][b], placer[node(r)][b]});
@@ -349,6 +351,11 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           return where(k, r) + "releases block " + std::to_string(b) + " before rank " + std::to_string(q) +
                  " has read it (" + (at < 0 ? std::string("by this round it has not") : "it reads it in this round") + ")";
       }
+      // The release waits for every local rank's done flag, this rank's own too, which
+      // rises when this rank's read is over: that read must come in an earlier round.
+      if (read_round[static_cast<std::size_t>(r)] < 0 || read_round[static_cast<std::size_t>(r)] >= static_cast<long long>(k))
+        return where(k, r) + "releases block " + std::to_string(b) +
+               " before its own read is over (the release waits for its own done flag too)";
       released[j][b] = static_cast<long long>(k);
     }
     releases.clear();

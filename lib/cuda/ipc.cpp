@@ -48,8 +48,11 @@ IpcSegment::IpcSegment(CommContext& ctx, const Buffers& buffers, const Layout& l
 
 IpcSegment::~IpcSegment() {
   // A collective request cannot be cancelled; every rank posted it (an exception
-  // elsewhere left it open).
-  if (request_ != MPI_REQUEST_NULL) PMPI_Wait(&request_, MPI_STATUS_IGNORE);
+  // elsewhere left it open): waited for, unless the call failed (an AGX_TIMEOUT stall, a
+  // peer that cannot be mapped again), where a peer may never complete it: freed then.
+  if (request_ == MPI_REQUEST_NULL) return;
+  if (abandoned_) PMPI_Request_free(&request_);
+  else PMPI_Wait(&request_, MPI_STATUS_IGNORE);
 }
 
 bool IpcSegment::test_request() {
@@ -151,10 +154,18 @@ IpcCall::IpcCall(CommContext& ctx, const Buffers& buffers, const Layout& layout,
   execution_ = std::make_unique<Execution>(schedule_, buffers, layout, ctx.comm(), tag,
                                            config().max_message_bytes, segment_, checks);
   execution_->use_device(segment_);
-  execution_->start();
+  try {
+    execution_->start();
+  } catch (...) {
+    segment_.abandon();
+    throw;
+  }
 }
 
-IpcCall::~IpcCall() = default;
+IpcCall::~IpcCall() {
+  if (execution_->failed()) segment_.abandon();
+  execution_.reset();  // (before the segment, which it runs on)
+}
 
 std::optional<bool> IpcCall::test() {
   if (!execution_->test()) return std::nullopt;

@@ -34,6 +34,8 @@ class IpcSegment final : public NodeSegment, public DeviceCopies {
   /// Some rank could not export or map: every rank agreed, nothing but the own block has
   /// moved, and the call falls back (the schedule's reads and release then pass).
   bool fell_back() const { return agreed_ == 0 && step_ >= 2; }
+  /// The call failed on this rank: a pending collective is freed, not waited for.
+  void abandon() { abandoned_ = true; }
 
   // NodeSegment
   const Buffers& segment_buffers() const override { return none_; }
@@ -67,6 +69,7 @@ class IpcSegment final : public NodeSegment, public DeviceCopies {
   backend::IpcExport mine_{};
   std::vector<backend::IpcExport> all_;
   int ok_ = 1, agreed_ = 0;
+  bool abandoned_ = false;
   Buffers none_{};
   Layout no_layout_;
 };

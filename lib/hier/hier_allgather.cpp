@@ -184,8 +184,10 @@ NodeStageParams stage_params(const HierContext& h) {
   NodeStageParams stage;
   stage.leaders = h.leaders;
   stage.inter = settings().inter;
-  // One node: single copy where AGX_CMA allows it (the probe at the first node call may
-  // still find it unavailable; then every call stages, as the model's other price says).
+  // One node: shared_memory priced as the faster of staged and single copy where AGX_CMA
+  // allows it. Approximate where single copy never runs: nonblocking and persistent calls
+  // (they stage), and a node whose probe at its first node call finds it unavailable
+  // (docs/algorithms.md, "Flags").
   stage.single_copy = settings().cma && h.topo.nnodes == 1;
   return stage;
 }

@@ -291,7 +291,7 @@ std::string SingleCopies::waiting_for(const NodeOp& op, const GetCursor& c) cons
 
 std::string SingleCopies::release_waiting_for() const {
   const int j = readers_done_;
-  if (j >= h_.topo.local_size()) return "nothing";
+  if (j >= h_.topo.local_size()) return "";
   return "the done flag of " + h_.local_name(j) + " to reach call " + std::to_string(gen_) +
          " (single copy: it reads this rank's buffer; its flag reads call " +
          std::to_string(h_.slot(j).done.load()) + ")";

@@ -134,6 +134,19 @@ TEST_CASE("node validator: broken single-copy schedules are rejected", "[node]")
     s[3].rounds[1].node.clear();
     CHECK_THAT(rejects(s), Catch::Contains("round 2, rank 0: releases block 0 before rank 3 has read it (by this round it has not)"));
   }
+  SECTION("a release before the rank's own read: it would wait for its own done flag") {
+    // Two ranks: r1 releases in round 2 and reads only in round 3, while r0 reads in
+    // round 1 and releases in round 4 (every peer has read each block before its release).
+    const NodeShape two = one_node(2);
+    auto t = plan_all(two);
+    for (Schedule& r : t) r.rounds.resize(5);
+    t[0].rounds[4].node = t[0].rounds[2].node;  // r0's release in round 4
+    t[0].rounds[2].node.clear();
+    t[1].rounds[3].node = t[1].rounds[1].node;  // r1 waits and reads in round 3
+    t[1].rounds[1].node.clear();
+    CHECK_THAT(validate(t, two.node_of),
+               Catch::Contains("round 2, rank 1: releases block 1 before its own read is over"));
+  }
   SECTION("an exposed block never released: the caller's buffer is read after the call") {
     auto s = good;
     drop(s[1].rounds[2].node, NodeOp::Kind::release);
@@ -250,11 +263,13 @@ TEST_CASE("cost model: CUDA IPC is priced from its schedule", "[node][ipc][cost]
   CostParams c;
   const std::size_t m = 1 << 20;
   const Layout layout = Layout::uniform(4, m);
-  // Three rounds of device_peer α, the reads of 3·M at its β; the own copy on the device
-  // (α + M at device_copy_s_per_byte) overlaps them.
+  // The own copy on the device (α + M at device_copy_s_per_byte: the event the peers'
+  // reads wait for is recorded after it), then three rounds of device_peer α and the
+  // reads of 3·M at its β; in place no copy.
   const double rounds = 3 * c.device_peer.alpha_s + c.device_peer.beta_s_per_byte * static_cast<double>(3 * m);
   const double own = c.device.alpha_s + c.device_copy_s_per_byte * static_cast<double>(m);
-  CHECK(predict_ipc(layout, Placement::single_node(4), c, false) == Approx(std::max(rounds, own)));
+  CHECK(predict_ipc(layout, Placement::single_node(4), c, false) == Approx(own + rounds));
+  CHECK(predict_ipc(layout, Placement::single_node(4), c, true) == Approx(rounds));
   // Slower peer links, a longer call; across nodes no IPC.
   CostParams slow = c;
   slow.device_peer.beta_s_per_byte *= 10;
