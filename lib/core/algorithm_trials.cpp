@@ -3,6 +3,7 @@
 #include "core/algorithm_trials.hpp"
 
 #include "core/mpi_check.hpp"
+#include "core/retrials.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -27,8 +28,7 @@ AlgorithmTrials::Pick AlgorithmTrials::pick(std::size_t mean, MPI_Comm comm) {
     return {0, -1};  // (this call runs the choice: what peek() said before the agreement)
   }
   if (t.decided >= 0) {
-    const int shift = 2 * std::min(t.retrials, 24);  // (after, 4x, 16x, ... calls)
-    if (++t.since < static_cast<std::uint64_t>(retrial_after) << shift) return {t.decided, -1};
+    if (!retrial_due(++t.since, t.retrials, retrial_after)) return {t.decided, -1};
     const int retrials = t.retrials + 1;  // the same call of the class on every rank
     t = Class{};
     t.retrials = retrials;
@@ -40,8 +40,7 @@ AlgorithmTrials::Pick AlgorithmTrials::pick(std::size_t mean, MPI_Comm comm) {
 int AlgorithmTrials::peek(std::size_t mean) const {
   const Class& t = classes_[static_cast<std::size_t>(class_of(mean))];
   if (t.decided < 0) return t.calls < 2 * calls_each ? t.calls % 2 : 0;  // (the agreeing call: the choice)
-  const int shift = 2 * std::min(t.retrials, 24);
-  return t.since + 1 < static_cast<std::uint64_t>(retrial_after) << shift ? t.decided : 0;
+  return retrial_due(t.since + 1, t.retrials, retrial_after) ? 0 : t.decided;
 }
 
 void AlgorithmTrials::record(const Pick& p, double seconds) {

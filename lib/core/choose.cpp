@@ -14,6 +14,7 @@ bool is_node_path(Algorithm a) {
 }
 
 std::size_t mean_block(const Layout& layout) {
+  if (layout.nranks() == 0) return 0;
   if (layout.is_uniform()) return layout.bytes(0);
   std::size_t total = 0;
   for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);

@@ -363,7 +363,7 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       rank_time = std::max(rank_time, own_device[i]);  // (an IPC schedule's own device copy)
       if (node_ops[i] == 2) {
         // CUDA IPC (device-level single copy): a round of lib/cuda's synchronization, then
-        // the reads from the peers' devices (its own copy is the device clock's).
+        // the reads from the peers' devices (its own copy: own_device, above).
         rank_time = std::max(rank_time, params.device_peer.alpha_s +
                                             params.device_peer.beta_s_per_byte * static_cast<double>(read[i]));
       } else if (node_ops[i]) {

@@ -22,14 +22,8 @@
 namespace agx {
 namespace {
 
-std::size_t mean_block_bytes(const Layout& layout) {
-  std::size_t total = 0;
-  for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
-  return layout.nranks() == 0 ? 0 : total / static_cast<std::size_t>(layout.nranks());
-}
-
 // Size classes are powers of two of the mean block: 0, 1, 2-3, 4-7, ...
-int size_class(const Layout& layout) { return std::bit_width(mean_block_bytes(layout)); }
+int size_class(const Layout& layout) { return std::bit_width(mean_block(layout)); }
 
 bool can_serve(Algorithm a, const Placement& p) {
   if (a == Algorithm::automatic) return false;
@@ -105,7 +99,7 @@ Selector::Selector(Placement placement, Tuning tuning, NodeStageParams stage)
 
 AlgorithmChoice Selector::measured(const Layout& layout) const {
   const AlgorithmChoice a =
-      tuning_.measured(placement_.nranks(), ranks_per_node_, mean_block_bytes(layout));
+      tuning_.measured(placement_.nranks(), ranks_per_node_, mean_block(layout));
   return a.id != Algorithm::automatic && can_serve(a.id, placement_) ? a : AlgorithmChoice{};
 }
 

@@ -2,6 +2,7 @@
 
 #include "hier/trials.hpp"
 
+#include "core/retrials.hpp"
 #include "hier/hier_context.hpp"
 
 #include <algorithm>
@@ -19,9 +20,7 @@ TrialPick pick_way(HierContext& h, TimedTrials* classes, int c, const TrialPlan&
                    TrialWords (*words)(Slot&, int)) {
   TimedTrials& t = classes[c];
   if (t.decided >= 0) {
-    const int shift = 2 * std::min(t.retrials, 24);  // (after, 4x, 16x, ... calls)
-    if (plan.retrial_after <= 0 || ++t.since < static_cast<std::uint64_t>(plan.retrial_after) << shift)
-      return {t.decided, -1};
+    if (!retrial_due(++t.since, t.retrials, plan.retrial_after)) return {t.decided, -1};
     const int retrials = t.retrials + 1;  // the same call of the class on every rank
     t = TimedTrials{};
     t.retrials = retrials;

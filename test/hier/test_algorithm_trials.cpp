@@ -16,6 +16,8 @@
 #include "core/algorithm_trials.hpp"
 #include "core/comm_context.hpp"
 
+#include "../mpi/pattern.hpp"
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -27,10 +29,6 @@ int failures = 0;
 void fail(int rank, const std::string& what) {
   std::fprintf(stderr, "rank %d: FAIL %s\n", rank, what.c_str());
   ++failures;
-}
-
-unsigned char pattern(unsigned salt, int rank, std::size_t i) {
-  return static_cast<unsigned char>(salt * 29u + static_cast<unsigned>(rank) * 13u + i * 5u + (i >> 11));
 }
 
 }  // namespace
@@ -48,14 +46,20 @@ int main(int argc, char** argv) {
   int ran_differs = 0;
   for (int k = 0; k < calls; ++k)
     for (const std::size_t m : sizes) {
-      std::vector<unsigned char> send(m), recv(m * static_cast<std::size_t>(n), 0);
-      for (std::size_t i = 0; i < m; ++i) send[i] = pattern(salt, rank, i);
-      const agx::Algorithm ran = g(std::span<const unsigned char>(send), std::span<unsigned char>(recv));
+      std::vector<unsigned char> send(m);
+      agx_test::fill(reinterpret_cast<std::byte*>(send.data()), salt, rank, m, 1);
+      agx_test::Guarded recv(m * static_cast<std::size_t>(n));
+      const agx::Algorithm ran =
+          g(std::span<const unsigned char>(send),
+            std::span<unsigned char>(reinterpret_cast<unsigned char*>(recv.data()), recv.size()));
+      const std::string call = "call " + std::to_string(k) + " of " + std::to_string(m) + " B";
+      long where = 0;
+      if (!recv.guards_intact(where)) fail(rank, call + ": written outside the receive buffer at " + std::to_string(where));
       for (int r = 0; r < n; ++r)
         for (std::size_t i = 0; i < m; ++i)
-          if (recv[static_cast<std::size_t>(r) * m + i] != pattern(salt, r, i)) {
-            fail(rank, "call " + std::to_string(k) + " of " + std::to_string(m) + " B: block " +
-                           std::to_string(r) + " wrong at byte " + std::to_string(i));
+          if (static_cast<unsigned char>(recv.data()[static_cast<std::size_t>(r) * m + i]) !=
+              agx_test::pattern(salt, r, i, 0)) {
+            fail(rank, call + ": block " + std::to_string(r) + " wrong at byte " + std::to_string(i));
             r = n;
             break;
           }
