@@ -377,10 +377,13 @@ double predict_plans(const std::vector<Schedule>& plans, const std::vector<int>&
       } else {
         rank_time = std::max(rank_time, own);  // local copies overlap the round's messages
       }
-      if (to_host[i] > 0) {  // the sends wait for the chunks they read
+      if (to_host[i] > 0) {  // the sends wait for the chunks they read, a put for all
         const auto x = static_cast<double>(to_host[i]);
-        rank_time = std::max(dev.alpha_s + dev.beta_s_per_byte * std::min(x, chunk) + rank_time,
-                             dev.alpha_s + dev.beta_s_per_byte * x);
+        bool put = false;
+        for (const NodeOp& op : plans[i].rounds[k].node) put = put || op.kind == NodeOp::Kind::put;
+        rank_time = put ? dev.alpha_s + dev.beta_s_per_byte * x + rank_time
+                        : std::max(dev.alpha_s + dev.beta_s_per_byte * std::min(x, chunk) + rank_time,
+                                   dev.alpha_s + dev.beta_s_per_byte * x);
       }
       if (routes) {  // the rank's clock: its routed messages, the rest of the round after it entered
         double& c = clock[static_cast<std::size_t>(ranks[i])];
@@ -455,7 +458,21 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
 }
 
 double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
-                      const CostParams& params, bool in_place) {
+                      const CostParams& params, bool in_place, const NodeStageParams& stage) {
+  const auto inf = std::numeric_limits<double>::infinity();
+  if (a.id == Algorithm::shared_memory && placement.nodes() != 1) return inf;
+  if (a.id == Algorithm::shared_memory || a.id == Algorithm::hierarchical) {
+    // The node schedule that runs on a mirror: staged puts and gets (no single copy, no
+    // direct write: they have no staged form).
+    NodeShape shape;
+    shape.node_of.resize(static_cast<std::size_t>(placement.nranks()));
+    for (int r = 0; r < placement.nranks(); ++r) shape.node_of[static_cast<std::size_t>(r)] = placement.node_of(r);
+    shape.leaders = stage.leaders;
+    shape.inter = stage.inter;
+    for (int b = 0; b < layout.nranks(); ++b) shape.total_bytes += layout.bytes(b);
+    return predict_bounded([&](int r) { return stage_on_device(plan_node_algorithm(a.id, shape, r)); },
+                           layout, placement, params, in_place, inf);
+  }
   const Planner& planner = planner_for(a.id);
   return predict_bounded(
       [&](int r) {
@@ -463,7 +480,7 @@ double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Plac
         place_levels(s, placement.node_of());
         return stage_on_device(s);
       },
-      layout, placement, params, in_place, std::numeric_limits<double>::infinity());
+      layout, placement, params, in_place, inf);
 }
 
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,

@@ -25,7 +25,9 @@
 // through a host mirror) run on the device's copy engines beside the rounds, at
 // CostParams::device (α_d, β_d: PCIe), chunk by chunk (device_chunk_bytes):
 //   to_host of X bytes in a round:  that round ≥ max(α_d + β_d·min(X, chunk) + its
-//                                   messages, α_d + β_d·X) (a send waits for the chunks it reads)
+//                                   messages, α_d + β_d·X) (a send waits for the chunks it reads);
+//                                   with a put (a staged node schedule): α_d + β_d·X + the
+//                                   rest of the round (the put waits for the whole block)
 //   to_device of Y bytes in round k: a per-rank device clock d = max(d + α_d + β_d·Y,
 //                                   end of round k + α_d + β_d·min(Y, chunk)) (copies follow the
 //                                   receives; the last chunk's copy follows the round)
@@ -282,10 +284,13 @@ double predict_algorithm(const AlgorithmChoice& a, const Layout& layout, const P
                          const NodeStageParams& stage = {},
                          double at_most = std::numeric_limits<double>::infinity());
 
-/// A point-to-point algorithm on device buffers staged through host mirrors: the price
-/// of every rank's staged schedule (stage_on_device), device copies included.
+/// An algorithm on device buffers staged through host mirrors: the price of every rank's
+/// staged schedule (stage_on_device), device copies included; for shared_memory and
+/// hierarchical the node schedule cut as `stage` says, with its puts and gets (the
+/// staged form: single copy and direct write have none). Infinity where the algorithm
+/// cannot serve the placement.
 double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
-                      const CostParams& params, bool in_place);
+                      const CostParams& params, bool in_place, const NodeStageParams& stage = {});
 
 /// CUDA IPC on one node: shared_memory's single-copy schedule at the device level
 /// (NodeShape::device_ipc), priced as planned (the own copy on the device clock, the reads

@@ -241,7 +241,11 @@ void Execution::abandon() noexcept {
 void Execution::put_round(const Round& round) {
   const char* alone = alone_.data() + node_at_[round_];
   for (std::size_t i = 0; i < round.node.size(); ++i) {
-    if (round.node[i].kind == NodeOp::Kind::put) node_->put(round.node[i], buffers_, layout_, !alone[i]);
+    if (round.node[i].kind == NodeOp::Kind::put) {
+      // Staged: the own block is on the mirror once its to_host is over (a local wait).
+      if (device_ != nullptr) device_->own_needed(layout_.bytes(schedule_.rank));
+      node_->put(round.node[i], buffers_, layout_, !alone[i]);
+    }
     else if (round.node[i].kind == NodeOp::Kind::write) node_->write(round.node[i], buffers_, layout_, !alone[i]);
     else if (round.node[i].kind == NodeOp::Kind::expose) node_->expose(round.node[i], buffers_, layout_, !alone[i]);
   }
@@ -436,7 +440,12 @@ bool Execution::gets_done() {
   const char* alone = alone_.data() + node_at_[round_];
   bool all = true;
   for (std::size_t i = 0, g = 0; i < ops.size(); ++i) {
-    if (ops[i].kind == NodeOp::Kind::get) all = node_->try_get(ops[i], cursors_[g++], buffers_, layout_) && all;
+    if (ops[i].kind == NodeOp::Kind::get) {
+      GetCursor& c = cursors_[g++];
+      const std::size_t before = c.block;  // blocks the get has copied whole
+      all = node_->try_get(ops[i], c, buffers_, layout_) && all;
+      if (device_ != nullptr && c.block > before && to_device(ops[i].blocks)) device_->got(ops[i], before, c.block);
+    }
     else if (ops[i].kind == NodeOp::Kind::read) all = node_->try_read(ops[i], cursors_[g++], buffers_, layout_) && all;
     else if (ops[i].kind == NodeOp::Kind::wait && alone[i]) all = node_->try_wait(ops[i]) && all;
     else if (ops[i].kind == NodeOp::Kind::release) all = node_->try_release(ops[i]) && all;
@@ -473,7 +482,7 @@ bool Execution::poll() {
       const auto i = static_cast<std::size_t>(done_indices_[k]);
       if (i >= receives_) continue;
       check_size(i, done_statuses_[k]);
-      if (device_ != nullptr && recv_transfers_[i] != nullptr && to_device(*recv_transfers_[i]))
+      if (device_ != nullptr && recv_transfers_[i] != nullptr && to_device(recv_transfers_[i]->blocks))
         device_->to_device(*recv_transfers_[i], recv_begin_[i], recv_begin_[i] + expected_[i]);
     }
     // The gets are advanced on every poll, also while messages are open: a node's copies
@@ -773,10 +782,10 @@ void Execution::issue_to_host(std::size_t round) {
     if (d.kind == DeviceCopy::Kind::to_host) device_->own_to_host();  // (the own block: validator)
 }
 
-// Every span of t inside a span of one of the round's to_device copies (the validator
-// admits only whole receives of the round).
-bool Execution::to_device(const Transfer& t) const {
-  for (const BlockSpan& b : t.blocks) {
+// Every span inside a span of one of the round's to_device copies (the validator admits
+// only whole receives and gets of the round).
+bool Execution::to_device(const std::vector<BlockSpan>& blocks) const {
+  for (const BlockSpan& b : blocks) {
     bool inside = false;
     for (const DeviceCopy& d : schedule_.rounds[round_].device)
       if (d.kind == DeviceCopy::Kind::to_device)

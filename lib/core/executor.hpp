@@ -65,7 +65,9 @@ MessageArgs message_args(const Segment* segments, std::size_t count,
 /// core/schedule.hpp): lib/cuda's staging, whose execution buffers are a pinned host
 /// mirror of device buffers (Execution::use_device). The engine calls these where the
 /// schedule has them; test() and wait() then poll with MPI_Testsome (as under
-/// AGX_TIMEOUT), so that each receive is copied on as it completes.
+/// AGX_TIMEOUT), so that each receive is copied on as it completes. A node schedule
+/// staged so (lib/cuda's staged node call) puts the own block once its to_host is over
+/// and copies each block of its gets on as the get has it.
 class DeviceCopies {
  public:
   virtual ~DeviceCopies() = default;
@@ -82,6 +84,10 @@ class DeviceCopies {
   /// [begin, end) of its data (its blocks' bytes, in transfer order) are on the mirror
   /// and go to the device now. Never waits.
   virtual void to_device(const Transfer& t, std::size_t begin, std::size_t end) = 0;
+  /// A get of a node schedule, in a round whose to_device covers its blocks, has copied
+  /// its blocks [first, last) (their indices in the get's order) onto the mirror: they go
+  /// to the device now. Never waits.
+  virtual void got(const NodeOp& get, std::size_t first, std::size_t last) = 0;
 };
 
 struct MessageCalls;  // how messages are made: posted at once, or persistent (executor.cpp)
@@ -172,7 +178,7 @@ class Execution {
   void put_round(const Round& round);     // node: the round's puts (and the signals they make)
   void signal_round(const Round& round);  // node: the round's other signals, at its end
   void issue_to_host(std::size_t round);  // device copies: the round's to_host operations
-  bool to_device(const Transfer& t) const;  // whether the round's to_device covers t
+  bool to_device(const std::vector<BlockSpan>& blocks) const;  // whether the round's to_device covers them
   void abandon() noexcept;
   void use_compiled();      // start(): the cached descriptors and scratch, where they apply
   void swap_scratch();      // this execution's vectors <-> the compiled schedule's

@@ -132,8 +132,13 @@ Schedule stage_on_device(const Schedule& host) {
   s.rounds.front().device.push_back({DeviceCopy::Kind::to_host, {{s.rank, 1}}});
   for (Round& r : s.rounds) {
     for (Copy& c : r.copies) c.level = Level::device;
+    // What reaches the mirror in this round: receives into the rank's buffer (not those
+    // into the node's segment: those blocks reach it by a later get) and gets.
     std::vector<BlockSpan> received;
-    for (const Transfer& t : r.recvs) received.insert(received.end(), t.blocks.begin(), t.blocks.end());
+    for (const Transfer& t : r.recvs)
+      if (t.place == Place::buffer) received.insert(received.end(), t.blocks.begin(), t.blocks.end());
+    for (const NodeOp& op : r.node)
+      if (op.kind == NodeOp::Kind::get) received.insert(received.end(), op.blocks.begin(), op.blocks.end());
     if (block_count(received) > 0) r.device.push_back({DeviceCopy::Kind::to_device, std::move(received)});
   }
   return s;

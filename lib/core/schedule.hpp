@@ -27,7 +27,8 @@
 //                     round 0 (add_own_copy), and the validator requires it
 //   device            to_host / to_device: copies between a rank's device buffers and the
 //                     pinned host mirror its messages run on (staging, docs/gpu.md);
-//                     stage_on_device adds them to a host schedule, and marks its own
+//                     stage_on_device adds them to a host schedule (point-to-point or
+//                     node: puts and gets then run on the mirror), and marks its own
 //                     copy device-level (a copy on the device)
 // A transfer may read from and write to the node's segment instead of the rank's own
 // buffer (Place::segment): the leaders of a hierarchical all-gather exchange node
@@ -115,13 +116,14 @@ struct Copy {
 /// A copy between the rank's device buffers and the pinned host mirror that the round
 /// engine runs the messages on (staging: docs/gpu.md). Issued when its round is posted
 /// and run on the device's copy engines while the rounds go on: a to_host of the own
-/// block is what a send of it waits for (chunk by chunk), a to_device copies each
-/// received message of its round as that message completes; the call is over once
+/// block is what a send of it waits for (chunk by chunk) and a put of it waits for
+/// (whole), a to_device copies each received message of its round as that message
+/// completes and each block of its gets as the get has copied it; the call is over once
 /// every device copy has completed.
 struct DeviceCopy {
   enum class Kind : unsigned char {
     to_host,    ///< blocks the rank holds on the device -> the mirror (the own block)
-    to_device,  ///< blocks delivered to the mirror in this round -> the device buffer
+    to_device,  ///< blocks delivered to the mirror in this round (receives, gets) -> the device buffer
   };
   Kind kind = Kind::to_host;
   std::vector<BlockSpan> blocks;
@@ -174,10 +176,12 @@ void add_own_copy(Schedule& s);
 void place_levels(Schedule& s, const std::vector<int>& node_of);
 
 /// The schedule of a rank whose buffers are device memory, staged through a host
-/// mirror: `host` with a to_host of the own block in round 0, a to_device of the blocks
-/// of each receive in the receive's round, and its own copy made on the device
-/// (device-level). Point-to-point schedules only (no node operations or segment
-/// transfers: node schedules on device buffers run on a whole mirror, docs/gpu.md).
+/// mirror: `host` with a to_host of the own block in round 0, a to_device in each round
+/// of the blocks that reach the mirror there (its receives into the buffer, its gets),
+/// and its own copy made on the device (device-level). A node schedule's puts then read
+/// the own block from the mirror once its to_host is over, its gets copy into the
+/// mirror. Schedules of messages, puts, gets and flags only: a write, an expose or a
+/// read (direct write, single copy) has no staged form (the validator rejects it).
 Schedule stage_on_device(const Schedule& host);
 
 /// Whether `op` has its partner in `round`, on exactly its blocks: a put (write, expose)

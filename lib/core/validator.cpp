@@ -111,9 +111,15 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
   std::vector<std::vector<char>> on_device(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r)
     if (is_staged(per_rank[r])) {
-      if (uses_segment(per_rank[r]))
-        return "rank " + std::to_string(r) +
-               " has device copies and node operations: a staged schedule is point-to-point";
+      // A staged node schedule runs its puts, gets and flags on the mirror; direct write
+      // and single copy work on the caller's buffers, which are device memory here.
+      for (const Round& round : per_rank[r].rounds)
+        for (const NodeOp& op : round.node)
+          if (op.level != Level::node || op.kind == NodeOp::Kind::write || op.kind == NodeOp::Kind::expose ||
+              op.kind == NodeOp::Kind::read || op.kind == NodeOp::Kind::release)
+            return "rank " + std::to_string(r) + " has device copies and a " + level_name(op.level) + "-level " +
+                   node_op_name(op.kind) +
+                   ": a staged schedule's node operations are node-level puts, gets, signals and waits";
       staged[static_cast<std::size_t>(r)] = 1;
       on_device[static_cast<std::size_t>(r)].assign(static_cast<std::size_t>(n), 0);
     }
@@ -207,6 +213,8 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
           switch (op.kind) {
             case NodeOp::Kind::put:
               if (!held[r][b]) return where(k, r) + "puts block " + std::to_string(b) + " it does not hold";
+              if (b == r && staged[static_cast<std::size_t>(r)] && !own_on_host[static_cast<std::size_t>(r)])
+                return where(k, r) + "puts its own block before copying it to the host";
               if (segment[node(r)][b])
                 return where(k, r) + "puts block " + std::to_string(b) + " that its node's segment already holds";
               if (writer[node(r)][b] >= 0 || exposer[node(r)][b] >= 0)
@@ -369,17 +377,24 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
         if (d.kind == DeviceCopy::Kind::to_device)
           for (int b : expand(d.blocks))
             if (b >= 0 && b < n) named[static_cast<std::size_t>(b)] = 1;
-      for (const Transfer& t : round.recvs) {
-        const std::vector<int> blocks = expand(t.blocks);
+      // (Receives into the segment bring nothing to the mirror: a later get does.)
+      const auto whole = [&](const std::vector<BlockSpan>& spans, const std::string& what) {
+        const std::vector<int> blocks = expand(spans);
         int covered = 0;
         for (int b : blocks) {
           arrived[static_cast<std::size_t>(b)] = 1;
           covered += named[static_cast<std::size_t>(b)];
         }
-        if (covered != 0 && covered != static_cast<int>(blocks.size()))
-          return where(k, r) + "copies part of its receive from " + std::to_string(t.peer) +
-                 " to the device: a receive goes there whole";
-      }
+        return covered != 0 && covered != static_cast<int>(blocks.size())
+                   ? where(k, r) + "copies part of its " + what + " to the device: it goes there whole"
+                   : std::string();
+      };
+      for (const Transfer& t : round.recvs)
+        if (t.place == Place::buffer)
+          if (std::string why = whole(t.blocks, "receive from " + std::to_string(t.peer)); !why.empty()) return why;
+      for (const NodeOp& op : round.node)
+        if (op.kind == NodeOp::Kind::get)
+          if (std::string why = whole(op.blocks, "get"); !why.empty()) return why;
       for (const DeviceCopy& d : round.device) {
         if (d.kind != DeviceCopy::Kind::to_device) continue;
         for (int b : expand(d.blocks)) {
@@ -390,7 +405,7 @@ std::string validate(const std::vector<Schedule>& per_rank, const std::vector<in
             return where(k, r) + "copies block " + std::to_string(b) + " to the device before it holds it";
           if (!arrived[static_cast<std::size_t>(b)])
             return where(k, r) + "copies block " + std::to_string(b) +
-                   " to the device, which a receive of an earlier round brought";
+                   " to the device, which no receive into its buffer or get of this round brought";
           char& there = on_device[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)];
           if (there) return where(k, r) + "copies block " + std::to_string(b) + " to the device twice";
           there = 1;

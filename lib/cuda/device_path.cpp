@@ -133,38 +133,29 @@ class ExecutionRun final : public DeviceCall::Run {
   Execution e_;
 };
 
-/// A node algorithm (lib/hier) on `b`: on the round engine for starts, whole for
-/// blocking calls (whose algorithm may need the node segment set up first).
+/// A node algorithm (lib/hier) on host buffers `b` in a device call: its node schedule on
+/// the round engine, as the device ranks run its staged form (StagedNodeCall), blocking
+/// calls too, so that every rank of the call runs the same kind of node call.
 class NodeRun final : public DeviceCall::Run {
  public:
-  NodeRun(CommContext& ctx, Algorithm a, const Buffers& b, const Layout& layout, bool blocking) {
-    if (blocking) hier::run(ctx, a, b, layout, false);
-    else node_ = hier::start_node_call(ctx, a, b, layout);
-  }
-  bool test() override { return !node_ || hier::test_node_call(*node_); }
+  NodeRun(CommContext& ctx, Algorithm a, const Buffers& b, const Layout& layout)
+      : node_(hier::start_node_call(ctx, a, b, layout)) {}
+  bool test() override { return hier::test_node_call(*node_); }
 
  private:
   hier::NodeCallPtr node_;
 };
 
-/// A node algorithm on the staging mirror of device buffers.
+/// A node algorithm on device buffers: its node schedule staged (StagedNodeCall).
 class StagedNodeRun final : public DeviceCall::Run {
  public:
   StagedNodeRun(CommContext& ctx, Algorithm a, const Buffers& b, const Layout& layout,
-                const StagingSettings& st, bool blocking)
-      : mirror_(backend::device_ops(), backend::pinned_pool(), ctx.rank(), b, layout, st),
-        node_(ctx, a, mirror_.mirror(), mirror_.layout(), blocking) {}
-  bool test() override {
-    if (!node_.test()) return false;
-    if (!finished_) mirror_.finish();
-    finished_ = true;
-    return true;
-  }
+                const StagingSettings& st)
+      : call_(backend::device_ops(), backend::pinned_pool(), ctx, a, b, layout, st) {}
+  bool test() override { return call_.test(); }
 
  private:
-  StagedMirror mirror_;
-  NodeRun node_;  // destroyed before the mirror goes back
-  bool finished_ = false;
+  StagedNodeCall call_;
 };
 
 /// A staging call (StagingCall on device buffers, HostStagingCall on host buffers).
@@ -182,15 +173,14 @@ class StagingRun final : public DeviceCall::Run {
 /// This rank's part of an aware or staging call (`tag` taken when the call settled).
 std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const AlgorithmChoice& choice,
                                              const Buffers& b, const Layout& layout,
-                                             bool local_device, const StagingSettings& st, int tag,
-                                             bool blocking) {
+                                             bool local_device, const StagingSettings& st, int tag) {
   const Algorithm a = choice.id;
   // Staging calls carry the host calls' checks (AGX_INTEGRITY, AGX_TEST_FLIP) on every
   // rank, device or host buffers; aware calls none (MPI reads device memory there).
   Checks checks = Checks::of(a);
   checks.stage = "staging, device buffers";  // named in AGX_TIMEOUT and AGX_INTEGRITY lines
   if (!local_device) {  // host buffers in a device call: the host path, same messages
-    if (is_node_path(a)) return std::make_unique<NodeRun>(ctx, a, b, layout, blocking);
+    if (is_node_path(a)) return std::make_unique<NodeRun>(ctx, a, b, layout);
     if (p == Path::staging)  // in the staging call's slices
       return std::make_unique<StagingRun<HostStagingCall>>(ctx.schedule(choice), b, layout, ctx.comm(),
                                                            tag, st, checks);
@@ -206,7 +196,7 @@ std::unique_ptr<DeviceCall::Run> start_local(CommContext& ctx, Path p, const Alg
     return std::make_unique<ExecutionRun>(ctx.schedule(choice), Buffers{nullptr, b.recv, true},
                                           layout, ctx.comm(), tag, st.piece_bytes);
   }
-  if (is_node_path(a)) return std::make_unique<StagedNodeRun>(ctx, a, b, layout, st, blocking);
+  if (is_node_path(a)) return std::make_unique<StagedNodeRun>(ctx, a, b, layout, st);
   return std::make_unique<StagingRun<StagingCall>>(backend::device_ops(), backend::pinned_pool(),
                                                    ctx.staged_schedule(choice), b, layout, ctx.comm(), tag,
                                                    st, checks);
@@ -233,7 +223,7 @@ class IpcRun final : public DeviceCall::Run {
     const AlgorithmChoice p2p =
         is_node_path(a_.id) && !whole_blocks ? AlgorithmChoice{Algorithm::ring, 0} : a_;
     announce(ctx_, Path::staging, p2p, " (ipc cannot serve)", ran_);
-    fallback_ = start_local(ctx_, Path::staging, p2p, b_, layout_, local_device_, st_, tag_, blocking_);
+    fallback_ = start_local(ctx_, Path::staging, p2p, b_, layout_, local_device_, st_, tag_);
     return fallback_->test();
   }
 
@@ -383,18 +373,16 @@ void DeviceCall::settle() {
     p = *s.forced;
     if ((p == Path::aware && !allowed.aware) || (p == Path::ipc && !allowed.ipc)) p = Path::staging;
   } else {
-    // Node algorithms are schedules too: priced as planned, never as free; a
-    // point-to-point schedule staged, with its device copies (predict_staged).
+    // Every algorithm is priced as planned: staged, its schedule with its device copies
+    // (predict_staged; a node algorithm's node schedule with its puts and gets).
     const Placement& placement = ctx.selector().placement();
     ScheduleTimes t;
     t.schedule_s = predict_algorithm(choice_, layout, placement, ctx.selector().tuning().params,
                                      buffers_.in_place, ctx.selector().stage());
-    if (!is_node_path(choice_.id)) {
-      CostParams staged = ctx.selector().tuning().params;
-      staged.device = device_level();
-      staged.device_chunk_bytes = st.chunk_bytes;
-      t.staged_s = predict_staged(choice_, layout, placement, staged, buffers_.in_place);
-    }
+    CostParams staged = ctx.selector().tuning().params;
+    staged.device = device_level();
+    staged.device_chunk_bytes = st.chunk_bytes;
+    t.staged_s = predict_staged(choice_, layout, placement, staged, buffers_.in_place, ctx.selector().stage());
     if (allowed.ipc) {  // the IPC schedule, priced as planned (path_cost.hpp)
       CostParams ipc = ctx.selector().tuning().params;
       ipc.device_peer = device_peer_level();
@@ -415,7 +403,7 @@ void DeviceCall::settle() {
     return;
   }
   announce(ctx, p, a, s.forced && *s.forced != p ? " (forced path cannot serve)" : "", ran_);
-  run_ = start_local(ctx, p, a, buffers_, layout, local_device_, st, tag, blocking);
+  run_ = start_local(ctx, p, a, buffers_, layout, local_device_, st, tag);
 }
 
 std::optional<DeviceRun> DeviceCall::ran() const {

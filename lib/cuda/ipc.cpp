@@ -145,6 +145,7 @@ bool IpcSegment::try_wait(const NodeOp&) { not_ipc("wait of its own (a read wait
 bool IpcSegment::try_get(const NodeOp&, GetCursor&, const Buffers&, const Layout&) { not_ipc("get"); }
 void IpcSegment::own_to_host() { not_ipc("host mirror"); }
 void IpcSegment::to_device(const Transfer&, std::size_t, std::size_t) { not_ipc("host mirror"); }
+void IpcSegment::got(const NodeOp&, std::size_t, std::size_t) { not_ipc("host mirror"); }
 
 IpcCall::IpcCall(CommContext& ctx, const Buffers& buffers, const Layout& layout, int tag)
     : schedule_(ipc_schedule(ctx.size(), ctx.rank())), segment_(ctx, buffers, layout) {

@@ -57,6 +57,7 @@ class IpcSegment final : public NodeSegment, public DeviceCopies {
   void own_to_host() override;
   void own_needed(std::size_t) override {}
   void to_device(const Transfer&, std::size_t, std::size_t) override;
+  void got(const NodeOp&, std::size_t, std::size_t) override;
 
  private:
   bool test_request();  // the pending collective, if any, is complete

@@ -9,17 +9,11 @@ namespace agx::cuda {
 LevelCost device_level(const PathCostParams& c) { return LevelCost{c.copy_alpha_s, c.pcie_s_per_byte}; }
 LevelCost device_peer_level(const PathCostParams& c) { return LevelCost{c.ipc_round_alpha_s, c.peer_s_per_byte}; }
 
-double predict_path(Path p, const ScheduleTimes& t, const Layout& layout, const PathCostParams& c) {
-  std::size_t total = 0;
-  for (int b = 0; b < layout.nranks(); ++b) total += layout.bytes(b);
+double predict_path(Path p, const ScheduleTimes& t, const Layout&, const PathCostParams& c) {
   switch (p) {
     case Path::aware: return t.schedule_s * c.aware_factor + c.aware_alpha_s;
-    case Path::staging:
-      if (t.staged_s >= 0) return t.staged_s;
-      return t.schedule_s + 2 * c.copy_alpha_s + static_cast<double>(total) * c.pcie_s_per_byte;
-    case Path::ipc:
-      if (t.ipc_s >= 0) return c.ipc_alpha_s + t.ipc_s;
-      return c.ipc_alpha_s + 3 * c.ipc_round_alpha_s + static_cast<double>(total) * c.peer_s_per_byte;
+    case Path::staging: return t.staged_s;
+    case Path::ipc: return c.ipc_alpha_s + t.ipc_s;
   }
   return t.schedule_s;
 }

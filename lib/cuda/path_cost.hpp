@@ -3,9 +3,9 @@
 //   aware:   t_schedule * aware_factor + aware_alpha        (MPI moves device memory)
 //   staging: t_staged, the core cost model's price of the staged schedule
 //            (stage_on_device: its device copies are operations, priced at copy_alpha
-//            and pcie beside the rounds, core/cost_model.hpp); a node algorithm, which
-//            stages its whole mirror (own block in before, the rest out after):
-//            t_schedule + 2 * copy_alpha + total / pcie
+//            and pcie beside the rounds, core/cost_model.hpp); a node algorithm's node
+//            schedule staged the same way (its puts wait for the own block's to_host,
+//            its gets' blocks go to the device as they arrive)
 //   ipc:     ipc_alpha + t_ipc, the core cost model's price of the IPC schedule
 //            (shared_memory's single copy at the device level, predict_ipc: the own
 //            copy on the device, rounds of ipc_round_alpha, the reads at peer bandwidth);
@@ -47,12 +47,13 @@ LevelCost device_level(const PathCostParams& c = {});
 /// The core cost model's device-level node operations (CostParams::device_peer).
 LevelCost device_peer_level(const PathCostParams& c = {});
 
-/// What the paths are priced from: the host schedule's prediction and the staged
-/// schedule's (predict_staged), or staged_s < 0 for a node algorithm (whole mirror).
+/// What the paths are priced from: the host schedule's prediction, the staged
+/// schedule's (predict_staged) and the IPC schedule's (predict_ipc; only read where the
+/// IPC path is allowed).
 struct ScheduleTimes {
   double schedule_s = 0;
-  double staged_s = -1;
-  double ipc_s = -1;  ///< the IPC schedule (predict_ipc); < 0: priced as one read of every block
+  double staged_s = 0;
+  double ipc_s = 0;
 };
 
 /// Predicted seconds of `p` for the call.

@@ -18,7 +18,9 @@
 
 #include "cuda/staging.hpp"
 
+#include "core/comm_context.hpp"
 #include "core/executor.hpp"
+#include "hier/hier.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -96,13 +98,16 @@ class Staging final : public DeviceCopies {
       }
   }
 
-  /// Copies every block except the own one from the mirror to the device.
-  void deliver_all_but_own() {
-    for (int b = 0; b < slice_.mirror.nranks(); ++b) {
-      if (b == rank_ || slice_.mirror.bytes(b) == 0) continue;
-      const Stream s = (deliveries_++ % 2 == 0) ? Stream::h2d_a : Stream::h2d_b;
-      ops_.copy_to_device_async(device_at(b), mirror_at(b), slice_.mirror.bytes(b), s);
-    }
+  /// Blocks [first, last) of a node schedule's get (in the get's order) are on the
+  /// mirror: host->device, each on the next stream.
+  void got(const NodeOp& get, std::size_t first, std::size_t last) override {
+    std::size_t index = 0;
+    for (const BlockSpan& span : get.blocks)
+      for (int b = span.first; b < span.first + span.count; ++b, ++index) {
+        if (index < first || index >= last || slice_.mirror.bytes(b) == 0) continue;
+        const Stream s = (deliveries_++ % 2 == 0) ? Stream::h2d_a : Stream::h2d_b;
+        ops_.copy_to_device_async(device_at(b), mirror_at(b), slice_.mirror.bytes(b), s);
+      }
   }
 
   /// Waits for every stream; after this the receive buffer is complete.
@@ -291,44 +296,36 @@ void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
   }
 }
 
-struct StagedMirror::State {
-  State(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device, const Layout& layout,
-        const StagingSettings& settings)
+struct StagedNodeCall::State {
+  State(DeviceOps& ops, PinnedPool& pool, CommContext& ctx, Algorithm a, const Buffers& device,
+        const Layout& layout, const StagingSettings& settings)
       : slicing(slicing_of(layout, static_cast<std::size_t>(-1))),
         lease(pool, static_cast<std::size_t>(layout.nranks()) * slicing.stride),
         slice(layout, slicing, 0),
-        st(ops, lease.get(), rank, device, slice, settings) {}
-  Slicing slicing;  // one slice: lib/hier's algorithms take whole blocks
+        st(ops, lease.get(), ctx.rank(), device, slice, settings),
+        call(hier::start_node_call(ctx, a, st.mirror(), slice.mirror, nullptr, &st)) {}
+  // Destroyed in reverse: the node call (its requests withdrawn on a failure) before the
+  // copies are drained (Staging's destructor) and the mirror goes back.
+  Slicing slicing;  // one slice: lib/hier's schedules take whole blocks
   PinnedLease lease;
   Slice slice;
   Staging st;
+  hier::NodeCallPtr call;
 };
 
-StagedMirror::StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
-                           const Layout& layout, const StagingSettings& settings)
-    : s_(std::make_unique<State>(ops, pool, rank, device, layout, settings)) {
-  s_->st.copy_own();
-  s_->st.own_to_host();
-  s_->st.own_needed(s_->slice.mirror.bytes(rank));
-}
+StagedNodeCall::StagedNodeCall(DeviceOps& ops, PinnedPool& pool, CommContext& ctx, Algorithm a,
+                               const Buffers& device, const Layout& layout,
+                               const StagingSettings& settings)
+    : s_(std::make_unique<State>(ops, pool, ctx, a, device, layout, settings)) {}
 
-const Layout& StagedMirror::layout() const { return s_->slice.mirror; }
+StagedNodeCall::~StagedNodeCall() = default;
 
-StagedMirror::~StagedMirror() = default;
-
-const Buffers& StagedMirror::mirror() const { return s_->st.mirror(); }
-
-void StagedMirror::finish() {
-  s_->st.deliver_all_but_own();
-  s_->st.finish();
-}
-
-void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
-                const Layout& layout, const StagingSettings& settings,
-                const std::function<void(const Buffers& mirror, const Layout& on_mirror)>& host_run) {
-  StagedMirror m(ops, pool, rank, device, layout, settings);
-  host_run(m.mirror(), m.layout());
-  m.finish();
+bool StagedNodeCall::test() {
+  if (done_) return true;
+  if (!hier::test_node_call(*s_->call)) return false;
+  s_->st.finish();  // every device copy over: the receive buffer is complete
+  done_ = true;
+  return true;
 }
 
 }  // namespace agx::cuda

@@ -17,6 +17,7 @@
 
 #include <mpi.h>
 
+#include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
 
 #include "core/integrity.hpp"
@@ -25,9 +26,12 @@
 #include "cuda/pinned_pool.hpp"
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <vector>
+
+namespace agx {
+class CommContext;
+}
 
 namespace agx::cuda {
 
@@ -103,26 +107,28 @@ class HostStagingCall {
   std::unique_ptr<SlicedCall> s_;
 };
 
-/// The mirror of a call whose algorithm is not a schedule (lib/hier), never sliced
-/// (lib/hier's algorithms take whole blocks; device_path.cpp runs a point-to-point
-/// schedule instead when the mirror would exceed the bound): the constructor stages
-/// the own block in (and waits for it); the algorithm runs in place on
-/// mirror(); finish() copies every other block to the device and waits.
-class StagedMirror {
+/// A node algorithm (lib/hier: shared_memory, hierarchical) on device buffers: its node
+/// schedule staged (stage_on_device) on the round engine (hier::start_node_call with
+/// Staging as its device copies), over a pinned mirror of the whole receive buffer
+/// (lib/hier's schedules take whole blocks; device_path.cpp runs a point-to-point
+/// schedule instead when the mirror would exceed the staging bound). Round 0 stages the
+/// own block in (the put waits for it) and makes the own copy on the device; each block
+/// a get copies onto the mirror goes on to the device at once. Started at once, advanced
+/// by test() without blocking on peers; true once the receive buffer is complete.
+/// Every rank of the call runs a node call of `a` (host ranks hier::start_node_call).
+class StagedNodeCall {
  public:
-  StagedMirror(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
-               const Layout& layout, const StagingSettings& settings);
-  ~StagedMirror();
-  StagedMirror(const StagedMirror&) = delete;
-  StagedMirror& operator=(const StagedMirror&) = delete;
-  const Buffers& mirror() const;
-  /// The blocks' places on the mirror (compact: block b at b * largest block).
-  const Layout& layout() const;
-  void finish();
+  StagedNodeCall(DeviceOps& ops, PinnedPool& pool, CommContext& ctx, Algorithm a,
+                 const Buffers& device, const Layout& layout, const StagingSettings& settings);
+  ~StagedNodeCall();
+  StagedNodeCall(const StagedNodeCall&) = delete;
+  StagedNodeCall& operator=(const StagedNodeCall&) = delete;
+  bool test();
 
  private:
   struct State;
   std::unique_ptr<State> s_;
+  bool done_ = false;
 };
 
 /// Runs this rank's staged `schedule` with device buffers `device` (send and recv, or recv
@@ -130,12 +136,5 @@ class StagedMirror {
 void run_staging(DeviceOps& ops, PinnedPool& pool, const Schedule& schedule,
                  const Buffers& device, const Layout& layout, MPI_Comm comm, int tag,
                  const StagingSettings& settings, const Checks& checks = {});
-
-/// The same around an algorithm that is not a schedule (lib/hier): the own block is
-/// staged in, `host_run` runs in place on the mirror (with the mirror's layout), then
-/// every other block is copied to the device.
-void run_staged(DeviceOps& ops, PinnedPool& pool, int rank, const Buffers& device,
-                const Layout& layout, const StagingSettings& settings,
-                const std::function<void(const Buffers& mirror, const Layout& on_mirror)>& host_run);
 
 }  // namespace agx::cuda

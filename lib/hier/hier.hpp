@@ -13,6 +13,7 @@
 
 namespace agx {
 class CommContext;
+class DeviceCopies;
 struct BlockPieces;
 }
 
@@ -52,8 +53,14 @@ struct NodeCallDeleter {
 using NodeCallPtr = std::unique_ptr<NodeCall, NodeCallDeleter>;
 /// `pieces`, where not null: blocks made of pieces, as run_pieces() says (it must outlive
 /// the call; not under AGX_INTEGRITY or AGX_TEST_FLIP).
+/// `device`, where not null: `buffers` are the pinned host mirror of device buffers, and
+/// the call runs the node schedule staged (stage_on_device) with `device` as its device
+/// copies (lib/cuda's StagedNodeCall; it must outlive the call). Its AGX_INTEGRITY
+/// end-to-end check takes the own block's checksum once the rounds are done (the own
+/// block reaches the mirror during round 0), not at the start.
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                            const Layout& layout, const BlockPieces* pieces = nullptr);
+                            const Layout& layout, const BlockPieces* pieces = nullptr,
+                            DeviceCopies* device = nullptr);
 /// Whether the node set-up has begun on `ctx` (by a blocking or a nonblocking call), so
 /// that a nonblocking node call of this layout finishes it, and any growth, from test()
 /// (the same answer on every rank: only calls every rank makes alike begin it).

@@ -263,6 +263,9 @@ class HierContext final : public NodeState {
     bool flags_with_copies = true;  ///< of the schedule (core/schedule.hpp): flag lines may run it
     std::unique_ptr<Execution> blocking;
     NodeCallPool calls;
+    /// The schedule staged for device buffers (stage_on_device), with its own calls;
+    /// made on the first such call (node_call.cpp, staged_plan).
+    std::unique_ptr<NodePlan> staged;
   };
   std::map<std::pair<Algorithm, AlgorithmChoice>, NodePlan> node_schedules;
   NodePlan* last_plan = nullptr;  ///< the last one looked up, and its key

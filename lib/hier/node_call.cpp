@@ -457,6 +457,7 @@ struct NodeCall {
   Buffers buffers{};
   Layout layout;  // a view, as Execution keeps it
   const BlockPieces* pieces = nullptr;  // blocks made of pieces (start_node_call)
+  DeviceCopies* device = nullptr;       // a staged call's device copies (start_node_call)
   int tag = 0;
   std::vector<std::size_t> seg_bytes, seg_offsets;  // the segment's table (StagedSegment)
   std::optional<StagedSegment> segment;
@@ -466,6 +467,7 @@ struct NodeCall {
   std::optional<StallClock> clock;  // AGX_TIMEOUT while the claim waits
   std::uint64_t seen = 0;
   std::optional<EndToEnd> check;  // AGX_INTEGRITY / AGX_TEST_FLIP (integrity.hpp)
+  bool check_at_end = false;      // a staged call's: made once the rounds are done
   int check_tag = 0;              // its CRC messages' tag (AGX_INTEGRITY)
   bool checking = false;          // the rounds are done, the check is posted
   bool complete = false;          // test_node_call said so, without an error: reusable
@@ -517,8 +519,18 @@ bool node_begun(CommContext& ctx) {
 
 void defer_node_set_up(CommContext& ctx) { hier_context(ctx).node_set_up_deferred = true; }
 
+// The plan's schedule staged for device buffers (stage_on_device), made once.
+HierContext::NodePlan& staged_plan(HierContext::NodePlan& plan) {
+  if (!plan.staged) {
+    plan.staged = std::make_unique<HierContext::NodePlan>();
+    plan.staged->schedule = stage_on_device(plan.schedule);
+    plan.staged->flags_with_copies = plan.flags_with_copies;
+  }
+  return *plan.staged;
+}
+
 NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffers,
-                            const Layout& layout, const BlockPieces* pieces) {
+                            const Layout& layout, const BlockPieces* pieces, DeviceCopies* device) {
   HierContext& h = hier_context(ctx);
   if (a == Algorithm::shared_memory && h.topo.nnodes > 1)
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
@@ -527,12 +539,14 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   std::size_t total = 0;
   for (int r = 0; r < layout.nranks(); ++r) total += layout.bytes(r);
   if (!h.node_started()) h.begin_node_set_up(ctx.next_tag());
-  NodeCallPtr call = take_call(node_plan(h, a, total));
+  HierContext::NodePlan& plan = node_plan(h, a, total);
+  NodeCallPtr call = take_call(device != nullptr ? staged_plan(plan) : plan);
   call->ctx = ctx.share();
   call->algorithm = a;
   call->buffers = buffers;
   call->layout = layout;
   call->pieces = pieces;
+  call->device = device;
   call->rounds_started = false;
   call->checking = false;
   call->complete = false;
@@ -546,7 +560,8 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   // setting is the same on every rank), so calls in flight together never meet.
   const Checks checks = Checks::of(a);
   call->check_tag = checks.integrity ? ctx.next_tag() : 0;
-  if (EndToEnd::needed(checks, ctx.rank()))
+  call->check_at_end = device != nullptr && EndToEnd::needed(checks, ctx.rank());
+  if (!call->check_at_end && EndToEnd::needed(checks, ctx.rank()))
     call->check.emplace(ctx.comm(), ctx.rank(), buffers, layout, checks);
   if (timeout_seconds() > 0) {
     call->clock.emplace(timeout_seconds());
@@ -592,13 +607,14 @@ bool test_node_call(NodeCall& call) {
     } else {
       Checks checks;
       checks.algorithm = to_string(call.algorithm);
-      checks.stage = "node schedule (nonblocking)";
+      checks.stage = call.device != nullptr ? "node schedule (staged, device buffers)" : "node schedule (nonblocking)";
       call.execution.reset();
       call.execution.emplace(call.plan->schedule, call.buffers, call.layout, call.ctx->comm(),
                              call.tag, config().max_message_bytes, *call.segment, checks);
       if (use_pieces) call.execution->use_block_pieces(*call.pieces);
       call.execution_pieces = use_pieces;
     }
+    if (call.device != nullptr) call.execution->use_device(*call.device);
     call.rounds_started = true;
     call.execution->start();
   }
@@ -609,6 +625,10 @@ bool test_node_call(NodeCall& call) {
     // runs, so that no rank waits for this one's checksums.
     if (call.execution->failed() || e.error_class() != MPI_ERR_TRUNCATE || !call.check) throw;
     call.disagreement = std::current_exception();
+  }
+  if (call.check_at_end) {  // the own block is on the mirror now (a staged call)
+    call.check_at_end = false;
+    call.check.emplace(call.ctx->comm(), call.ctx->rank(), call.buffers, call.layout, Checks::of(call.algorithm));
   }
   if (!call.check) return call.complete = true;
   call.check->post(call.check_tag);

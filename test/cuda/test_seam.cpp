@@ -1,5 +1,6 @@
 // The staging pipeline on the test seam (seam_ops.hpp), with real MPI: every
-// point-to-point algorithm plus shared_memory (run_staged around lib/hier), uniform and
+// point-to-point algorithm plus shared_memory and hierarchical (their node schedules
+// staged: StagedNodeCall; under AGX_VIRTUAL_NODE_SIZE on several nodes), uniform and
 // v layouts (zeros, one big block, reversed displacements with gaps), in place and out
 // of place, one big message or many small pieces and chunks, a 4 KiB mirror bound
 // (calls cut into slices), and "mixed" calls where every third rank has host buffers
@@ -22,6 +23,7 @@
 #include "cuda/pinned_pool.hpp"
 #include "cuda/staging.hpp"
 #include "hier/hier.hpp"
+#include "hier/hier_context.hpp"
 
 #include <mpi.h>
 
@@ -105,8 +107,13 @@ void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedP
   const Buffers b{in_place ? nullptr : send, recv, in_place};
   const agx::Checks checks = agx::Checks::of(a);
 
+  const bool node_algorithm = a == Algorithm::shared_memory || a == Algorithm::hierarchical;
   if (host_rank) {
-    if (a == Algorithm::shared_memory) agx::hier::run(ctx, a, b, layout);
+    if (node_algorithm) {  // the node call on the round engine, as device calls run it
+      agx::hier::NodeCallPtr call = agx::hier::start_node_call(ctx, a, b, layout);
+      while (!agx::hier::test_node_call(*call)) {
+      }
+    }
     else if (agx::cuda::slicing_of(layout, st.mirror_bytes).slices == 1)  // the plain executor
       agx::execute(ctx.schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st.piece_bytes, checks);
     else {  // the same slices as the staging ranks
@@ -114,10 +121,10 @@ void run_case(agx::CommContext& ctx, agx::test::SeamOps& ops, agx::cuda::PinnedP
       while (!h.test()) {
       }
     }
-  } else if (a == Algorithm::shared_memory) {
-    agx::cuda::run_staged(ops, pool, me, b, layout, st, [&](const Buffers& m, const Layout& on_mirror) {
-      agx::hier::run(ctx, a, m, on_mirror);
-    });
+  } else if (node_algorithm) {  // its node schedule staged (StagedNodeCall)
+    agx::cuda::StagedNodeCall call(ops, pool, ctx, a, b, layout, st);
+    while (!call.test()) {
+    }
   } else {
     agx::cuda::run_staging(ops, pool, ctx.staged_schedule(choice), b, layout, ctx.comm(), ctx.next_tag(), st,
                            checks);
@@ -170,9 +177,12 @@ int main(int argc, char** argv) {
   // the larger calls into slices (staging.hpp).
   const std::vector<agx::cuda::StagingSettings> settings = {
       {1u << 20, 1u << 20, 64u << 20}, {1000, 333, 64u << 20}, {1000, 333, 4096}};
+  // (Under AGX_VIRTUAL_NODE_SIZE the ranks span several nodes: hierarchical's leaders
+  // then exchange the nodes' blocks, and shared_memory cannot serve.)
+  const int nodes = agx::hier::hier_context(ctx).topo.nnodes;
   for (const agx::AlgorithmChoice& a : agx::algorithm_variants()) {
-    if (a.id == Algorithm::hierarchical) continue;
-    if (a.id != Algorithm::shared_memory &&
+    if (a.id == Algorithm::shared_memory && nodes > 1) continue;
+    if (a.id != Algorithm::shared_memory && a.id != Algorithm::hierarchical &&
         !agx::planner_for(a.id).unsupported_reason({n, 0, a.radix}).empty())
       continue;
     std::vector<Case> cases;
@@ -193,8 +203,8 @@ int main(int argc, char** argv) {
   int all_pooled = 0, mine = pooled ? 1 : 0;
   MPI_Allreduce(&mine, &all_pooled, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (me == 0)
-    std::printf("seam staging: %d ranks, %ld calls per rank, %ld failed checks, pool %s%s\n", n,
-                t.calls, failures, all_pooled ? "reused" : "NOT reused",
+    std::printf("seam staging: %d ranks on %d nodes, %ld calls per rank, %ld failed checks, pool %s%s\n", n,
+                nodes, t.calls, failures, all_pooled ? "reused" : "NOT reused",
                 fault == agx::test::Fault::none ? "" : " (fault injected)");
   MPI_Finalize();
   return failures == 0 && all_pooled ? 0 : 1;

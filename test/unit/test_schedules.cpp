@@ -120,7 +120,7 @@ TEST_CASE("the validator rejects broken staged schedules", "[validator]") {
     auto& d = s[2].rounds[0].device;  // round 0: to_host and to_device of block 1
     d.erase(d.end() - 1);
     s[2].rounds[1].device.push_back({DeviceCopy::Kind::to_device, {{1, 1}}});
-    CHECK_THAT(validate(s), Catch::Contains("round 1, rank 2: copies block 1 to the device, which a receive of an earlier round brought"));
+    CHECK_THAT(validate(s), Catch::Contains("round 1, rank 2: copies block 1 to the device, which no receive into its buffer or get of this round brought"));
   }
   SECTION("part of a receive goes to the device") {
     auto s = staged(Algorithm::bruck, 8);  // bruck's round 1 receives two blocks in one message
