@@ -29,7 +29,10 @@ bool is_automatic(const Options& options) {
 CallChoice choose(Selector& selector, const Layout& layout, const Options& options,
                   const CallFacts& facts) {
   CallChoice c;
-  c.algorithm = select_algorithm(selector, layout, options, facts.in_place);
+  // Nonblocking and persistent calls run a node path on the round engine, staged (never
+  // by single copy): priced so.
+  const bool engine = facts.kind == CallKind::nonblocking || facts.kind == CallKind::persistent;
+  c.algorithm = select_algorithm(selector, layout, options, facts.in_place, engine);
   c.device = facts.device;
   if (layout.nranks() == 1) {
     c.path = CallPath::own_copy;

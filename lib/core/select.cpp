@@ -60,8 +60,9 @@ std::string fingerprint(const Placement& p, const Tuning& t, const NodeStagePara
 
 struct Selector::Memo {
   std::mutex mutex;
-  // (exact block bytes, in place) -> (choice, best point-to-point; id automatic: unknown)
-  std::map<std::pair<std::size_t, bool>, std::pair<AlgorithmChoice, AlgorithmChoice>> entries;
+  // (exact block bytes, in place, engine) -> (choice, best point-to-point; id automatic:
+  // unknown). The best point-to-point one does not depend on the engine: kept on both.
+  std::map<std::tuple<std::size_t, bool, bool>, std::pair<AlgorithmChoice, AlgorithmChoice>> entries;
 };
 
 namespace {
@@ -83,7 +84,9 @@ constexpr std::size_t memo_entries = 1024;  // per memo; beyond, calls compute
 }  // namespace
 
 Selector::Selector(Placement placement, Tuning tuning, NodeStageParams stage)
-    : placement_(std::move(placement)), tuning_(std::move(tuning)), stage_(stage) {
+    : placement_(std::move(placement)), tuning_(std::move(tuning)), stage_(stage), engine_stage_(stage) {
+  engine_stage_.single_copy = false;
+  engine_stage_.direct_write = false;
   std::map<int, int> on_node;  // node -> its ranks
   for (int r = 0; r < placement_.nranks(); ++r)
     ranks_per_node_ = std::max(ranks_per_node_, ++on_node[placement_.node_of(r)]);
@@ -113,7 +116,8 @@ std::vector<std::pair<AlgorithmChoice, double>> Selector::predictions(const Layo
 }
 
 std::optional<std::pair<AlgorithmChoice, double>> Selector::cheapest(
-    const Layout& layout, bool in_place, bool (*keep)(const AlgorithmChoice&)) const {
+    const Layout& layout, bool in_place, bool (*keep)(const AlgorithmChoice&), bool engine) const {
+  const NodeStageParams& stage = this->stage(engine);
   struct Candidate {
     AlgorithmChoice choice;
     double bound;  // a lower bound of its prediction
@@ -125,7 +129,7 @@ std::optional<std::pair<AlgorithmChoice, double>> Selector::cheapest(
   std::vector<Candidate> cands;
   for (const AlgorithmChoice& a : algorithm_variants())
     if (can_serve(a.id, placement_) && keep(a))
-      cands.push_back({a, bounds ? predict_algorithm(a, layout, placement_, tuning_.params, in_place, stage_, 0.0) : 0.0,
+      cands.push_back({a, bounds ? predict_algorithm(a, layout, placement_, tuning_.params, in_place, stage, 0.0) : 0.0,
                        cands.size()});
   std::stable_sort(cands.begin(), cands.end(),
                    [](const Candidate& x, const Candidate& y) { return x.bound < y.bound; });
@@ -134,18 +138,19 @@ std::optional<std::pair<AlgorithmChoice, double>> Selector::cheapest(
   for (const Candidate& c : cands) {
     const double best_s = best ? best->second : std::numeric_limits<double>::infinity();
     if (c.bound > best_s) break;  // so are the bounds after it: none can win or tie
-    const double s = predict_algorithm(c.choice, layout, placement_, tuning_.params, in_place, stage_, best_s);
+    const double s = predict_algorithm(c.choice, layout, placement_, tuning_.params, in_place, stage, best_s);
     if (!best || s < best_s || (s == best_s && c.order < best_order)) best = {c.choice, s}, best_order = c.order;
   }
   return best;
 }
 
-AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
+AlgorithmChoice Selector::choose(const Layout& layout, bool in_place, bool engine) {
   if (placement_.nranks() == 1) return {Algorithm::direct, 0};
-  const auto key = std::make_tuple(size_class(layout), in_place, layout.is_uniform());
+  engine = engine && stage_.single_copy;  // (otherwise both price alike)
+  const auto key = std::make_tuple(size_class(layout), in_place, layout.is_uniform(), engine);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   const bool memoized = memo_ != nullptr && layout.is_uniform() && layout.nranks() > 0;
-  const std::pair<std::size_t, bool> exact{memoized ? layout.bytes(0) : 0, in_place};
+  const std::tuple<std::size_t, bool, bool> exact{memoized ? layout.bytes(0) : 0, in_place, engine};
   if (memoized) {
     std::lock_guard lock(memo_->mutex);
     if (auto it = memo_->entries.find(exact); it != memo_->entries.end()) {
@@ -155,7 +160,7 @@ AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
   }
   AlgorithmChoice best = measured(layout);
   if (best.id == Algorithm::automatic)
-    if (const auto c = cheapest(layout, in_place, [](const AlgorithmChoice&) { return true; })) best = c->first;
+    if (const auto c = cheapest(layout, in_place, [](const AlgorithmChoice&) { return true; }, engine)) best = c->first;
   cache_.emplace(key, best);
   if (memoized) {
     std::lock_guard lock(memo_->mutex);
@@ -167,7 +172,7 @@ AlgorithmChoice Selector::choose(const Layout& layout, bool in_place) {
 
 AlgorithmChoice Selector::best_point_to_point(const Layout& layout, bool in_place) {
   const bool memoized = memo_ != nullptr && layout.is_uniform() && layout.nranks() > 0;
-  const std::pair<std::size_t, bool> exact{memoized ? layout.bytes(0) : 0, in_place};
+  const std::tuple<std::size_t, bool, bool> exact{memoized ? layout.bytes(0) : 0, in_place, false};
   if (memoized) {
     std::lock_guard lock(memo_->mutex);
     auto it = memo_->entries.find(exact);
@@ -226,11 +231,11 @@ AlgorithmChoice forced_choice(const Options& options, int nranks) {
 }
 
 AlgorithmChoice select_algorithm(Selector& selector, const Layout& layout, const Options& options,
-                                 bool in_place) {
+                                 bool in_place, bool engine) {
   const AlgorithmChoice choice = option_or_environment(options);
   const Algorithm a = choice.id;
   const Placement& placement = selector.placement();
-  if (a == Algorithm::automatic) return selector.choose(layout, in_place);
+  if (a == Algorithm::automatic) return selector.choose(layout, in_place, engine);
   if (a == Algorithm::shared_memory && !can_serve(a, placement))
     throw Error(MPI_ERR_ARG, "agx: algorithm 'shared_memory' cannot serve this call: its " +
                                  std::to_string(placement.nranks()) + " ranks span " +

@@ -38,8 +38,10 @@ class Selector {
   /// (the simulator and tests build it directly). Groups from the tuning are applied here.
   Selector(Placement placement, Tuning tuning, NodeStageParams stage);
 
-  /// The automatic choice for this call.
-  AlgorithmChoice choose(const Layout& layout, bool in_place);
+  /// The automatic choice for this call. `engine`: a nonblocking or persistent call,
+  /// whose node path runs on the round engine with the staged node schedule only (lib/hier's
+  /// single copy serves blocking calls): shared_memory is priced without single copy there.
+  AlgorithmChoice choose(const Layout& layout, bool in_place, bool engine = false);
   /// The point-to-point algorithm (no node path) predicted fastest for this call.
   AlgorithmChoice best_point_to_point(const Layout& layout, bool in_place);
 
@@ -53,7 +55,8 @@ class Selector {
   /// in the order of those bounds, each bounded by the best so far: cost_model.hpp,
   /// at_most). std::nullopt when none is kept.
   std::optional<std::pair<AlgorithmChoice, double>> cheapest(
-      const Layout& layout, bool in_place, bool (*keep)(const AlgorithmChoice&)) const;
+      const Layout& layout, bool in_place, bool (*keep)(const AlgorithmChoice&),
+      bool engine = false) const;
 
   /// Why the automatic choice is what it is ("measured", "predicted").
   std::string reason(const Layout& layout, bool in_place) const;
@@ -65,13 +68,18 @@ class Selector {
   const Tuning& tuning() const { return tuning_; }
   int ranks_per_node() const { return ranks_per_node_; }
   const NodeStageParams& stage() const { return stage_; }
+  /// The node stage that runs a call: `engine` (nonblocking, persistent) never reads by
+  /// single copy.
+  const NodeStageParams& stage(bool engine) const { return engine ? engine_stage_ : stage_; }
 
  private:
   Placement placement_;
   Tuning tuning_;
   int ranks_per_node_ = 1;
   NodeStageParams stage_;
-  std::map<std::tuple<int, bool, bool>, AlgorithmChoice> cache_;  // (size class, in place, uniform)
+  NodeStageParams engine_stage_;  // stage_ without single copy or direct write
+  // (size class, in place, uniform, engine)
+  std::map<std::tuple<int, bool, bool, bool>, AlgorithmChoice> cache_;
   Memo* memo_ = nullptr;  // process-wide, never freed (bounded, select.cpp)
 };
 
@@ -86,7 +94,7 @@ AlgorithmChoice select_algorithm(CommContext& ctx, const Layout& layout, const O
                            bool in_place);
 /// The same on a selector (the simulator's, core/choose.hpp).
 AlgorithmChoice select_algorithm(Selector& selector, const Layout& layout, const Options& options,
-                                 bool in_place);
+                                 bool in_place, bool engine = false);
 
 /// What select_algorithm checks without a communicator: the option, then AGX_ALGO, with
 /// parameters checked and defaults filled in; `automatic` where the selector chooses. A

@@ -204,3 +204,43 @@ TEST_CASE("choose: large blocking automatic calls on one node name the rival of 
   Selector two = on_nodes({0, 0, 1, 1});
   CHECK(no_rival(choose(two, layout, automatic, facts(CallKind::blocking))));
 }
+
+TEST_CASE("choose: nonblocking and persistent calls price shared_memory as the engine runs it",
+          "[choose]") {
+  // One node whose blocking calls may read by single copy (NodeStageParams::single_copy):
+  // the round engine (nonblocking, persistent) runs the staged node schedule only, so
+  // their choice is the one priced without single copy; blocking calls and queries keep
+  // single copy's price.
+  NodeStageParams cma;
+  cma.single_copy = true;
+  const std::vector<int> one(4, 0);
+  Selector with(Placement(one), Tuning{}, cma), without(Placement(one), Tuning{}, NodeStageParams{});
+  int differ = 0;
+  for (std::size_t bytes = 1; bytes <= (std::size_t{64} << 20); bytes *= 4) {
+    const Layout l = Layout::uniform(4, bytes);
+    INFO(bytes << " B per rank");
+    const AlgorithmChoice staged = without.choose(l, false);
+    CHECK(choose(with, l, automatic, facts(CallKind::nonblocking)).algorithm == staged);
+    CHECK(choose(with, l, automatic, facts(CallKind::persistent)).algorithm == staged);
+    CHECK(choose(with, l, automatic, facts(CallKind::blocking)).algorithm == with.choose(l, false));
+    CHECK(choose(with, l, automatic, facts(CallKind::query)).algorithm == with.choose(l, false));
+    differ += with.choose(l, false) != staged;
+  }
+  // The two prices do part somewhere, or this test shows nothing: make single copy's
+  // reads cheap and the copies through the segment dear.
+  CostParams p;
+  p.node.beta_s_per_byte = 1.0 / 50e9;
+  p.node.alpha_s = 40e-6;
+  p.copy_rates = CopyRates{};
+  Tuning t;
+  t.params = p;
+  t.source = "test";
+  Selector cheap_reads(Placement(one), t, cma), staged_only(Placement(one), t, NodeStageParams{});
+  for (std::size_t bytes = 1; bytes <= (std::size_t{64} << 20); bytes *= 4) {
+    const Layout l = Layout::uniform(4, bytes);
+    INFO(bytes << " B per rank");
+    CHECK(choose(cheap_reads, l, automatic, facts(CallKind::nonblocking)).algorithm == staged_only.choose(l, false));
+    differ += cheap_reads.choose(l, false) != staged_only.choose(l, false);
+  }
+  CHECK(differ > 0);
+}
