@@ -11,6 +11,10 @@
 //   slot[i].grow       last gen for which it is about to grow the data segment (the
 //                      growth is collective over the node: the ranks agree on it first)
 //   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
+//   slot[i].ready_signals  leaders: (gen << 32) | how many of its signals of blocks it
+//                      received into the segment it has raised in call gen (a reader of
+//                      another node's block waits for the signal that covers it:
+//                      HierContext::NodePlan::ready_at)
 //   slot[i].address    single copy: where its block lives in its own address space
 //   slot[i].pid        its process id (for process_vm_readv)
 //   slot[i].probed, probe_speed   set-up of the round engine only: its single-copy
@@ -64,6 +68,14 @@ namespace agx::hier {
 
 struct NodeCall;  // a call of the round engine (node_call.cpp; hier.hpp)
 
+/// Where a block of another node shows up in this node's segment: the signal of it by
+/// the leader (local index) that receives it, counted among that leader's signals of
+/// received blocks in a call (1 = its first). Read off the leaders' own schedules.
+struct ReadyAt {
+  int leader = -1;  ///< -1: a block of this node
+  std::uint32_t signals = 0;
+};
+
 /// A block small enough to travel inside the flag's own cache line.
 struct alignas(64) InlineBlock {
   static constexpr std::size_t capacity = 4024;  // 63 cache lines with the sequence
@@ -77,6 +89,7 @@ struct alignas(64) Slot {
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> grow{0};
   std::atomic<std::uint64_t> ready{0};
+  std::atomic<std::uint64_t> ready_signals{0};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
   std::atomic<std::uint64_t> probed{0};
@@ -261,6 +274,9 @@ class HierContext final : public NodeState {
     NodePlan& operator=(const NodePlan&) = delete;
     Schedule schedule;
     bool flags_with_copies = true;  ///< of the schedule (core/schedule.hpp): flag lines may run it
+    /// Per block, across nodes: the leader's signal that puts it in the segment (empty on
+    /// one node or with one rank per node).
+    std::vector<ReadyAt> ready_at;
     std::unique_ptr<Execution> blocking;
     NodeCallPool calls;
     /// The schedule staged for device buffers (stage_on_device), with its own calls;

@@ -10,9 +10,11 @@
 //
 // Flags, per call generation `gen`: a put copies the own block chunk by chunk and raises
 // progress = (gen << 32) | chunks after each; a get of a local block copies chunks as the
-// owner's progress shows them; a get of another node's block waits for the ready flag of
-// every leader, which a leader raises once its last round of receives into the segment
-// is complete; finish() raises done, which the segment's next user of that region waits for.
+// owner's progress shows them; a get of another node's block waits for the signal of the
+// leader that received it: its count of signals of received blocks (ready_signals) shows
+// the signal that covers the block, which it raises at the end of the round that received
+// it (its ready flag rises once all are signalled); finish() raises done, which the
+// segment's next user of that region waits for.
 //
 // Blocks made of pieces (a fused call, lib/fused; hier.hpp's start_node_call): a put
 // gathers the own block's pieces chunk by chunk into the segment, a get scatters each
@@ -58,11 +60,12 @@ class StagedSegment final : public NodeSegment {
   // put() gathers from and gets scatter into (hier/block_pieces.hpp).
   // `blocking`: a blocking call (run_node_schedule), over before the next call starts:
   // its region comes from HierContext::region.
-  StagedSegment(HierContext& h, const Schedule& schedule, const Layout& layout,
-                std::vector<std::size_t>& bytes, std::vector<std::size_t>& offsets,
+  // `ready_at`: the plan's (HierContext::NodePlan), where each other node's block shows up.
+  StagedSegment(HierContext& h, const Schedule& schedule, const std::vector<ReadyAt>& ready_at,
+                const Layout& layout, std::vector<std::size_t>& bytes, std::vector<std::size_t>& offsets,
                 const BlockPieces* pieces = nullptr, bool blocking = false)
       : h_(h), gen_(h.next_gen()), chunk_(h.chunk_bytes()), pieces_(pieces), blocking_(blocking),
-        bytes_(bytes), offsets_(offsets) {
+        bytes_(bytes), offsets_(offsets), ready_at_(ready_at) {
     if (!blocking) h.mark_engine(gen_);
     const Topology& t = h.topo;
     std::size_t total = 0;
@@ -137,20 +140,27 @@ class StagedSegment final : public NodeSegment {
   }
 
   // The own block (put unsignalled before): its whole progress mark. Blocks received
-  // into the segment: one ready flag per rank and call, raised once all of them are
-  // signalled (readers of other nodes' blocks wait for every leader's).
+  // into the segment: the leader's count of such signals in this call rises with each
+  // (readers wait for the one that covers their block: ready_at), and its ready flag once
+  // all of them are signalled.
   void signal(const NodeOp& op) override {
     const Topology& t = h_.topo;
+    bool received = false;
     for (const BlockSpan& span : op.blocks)
       for (int b = span.first; b < span.first + span.count; ++b) {
         if (t.node_of[static_cast<std::size_t>(b)] == t.node) {
           h_.own_slot().progress.store(progress_mark(gen_, chunk_count(bytes_[static_cast<std::size_t>(b)], chunk_)),
                                        std::memory_order_release);
           h_.notify();
-        } else if (++signalled_ == received_) {
-          raise_ready();
+        } else {
+          received = true;
+          ++signalled_;
         }
       }
+    if (!received) return;
+    h_.own_slot().ready_signals.store(progress_mark(gen_, ++signals_), std::memory_order_release);
+    h_.notify();
+    if (signalled_ == received_) raise_ready();
   }
 
   bool try_wait(const NodeOp& op) override {
@@ -158,9 +168,7 @@ class StagedSegment final : public NodeSegment {
     for (const BlockSpan& span : op.blocks)
       for (int b = span.first; b < span.first + span.count; ++b) {
         if (t.node_of[static_cast<std::size_t>(b)] != t.node) {
-          for (int l = 0; l < h_.leaders; ++l)
-            if (const std::uint64_t v = h_.slot(l).ready.load(std::memory_order_acquire); v < gen_)
-              return awaiting(h_.slot(l).ready, v);
+          if (!remote_ready(b)) return false;
           continue;
         }
         if (b == t.rank) continue;
@@ -229,14 +237,38 @@ class StagedSegment final : public NodeSegment {
              std::to_string(gen_) + ", " + std::to_string(c.chunk) + " chunks copied; its flag reads call " +
              std::to_string(v >> 32) + ", chunk " + std::to_string(v & 0xffffffffu) + ")";
     }
-    return "block " + std::to_string(b) + " of node " +
-           std::to_string(t.node_of[static_cast<std::size_t>(b)]) +
-           " (the ready flags of this node's leaders for call " + std::to_string(gen_) + ")";
+    const std::string of_node = "block " + std::to_string(b) + " of node " +
+                                std::to_string(t.node_of[static_cast<std::size_t>(b)]);
+    if (ready_at_.empty() || ready_at_[static_cast<std::size_t>(b)].leader < 0)
+      return of_node + " (the ready flags of this node's leaders for call " + std::to_string(gen_) + ")";
+    const ReadyAt& at = ready_at_[static_cast<std::size_t>(b)];
+    const std::uint64_t v = h_.slot(at.leader).ready_signals.load();
+    return of_node + " (signal " + std::to_string(at.signals) + " of call " + std::to_string(gen_) +
+           " by " + h_.local_name(at.leader) + ", a leader of this node; its count reads call " +
+           std::to_string(v >> 32) + ", signal " + std::to_string(v & 0xffffffffu) + ")";
   }
 
  private:
   void raise_ready() {
     h_.finish_ready(gen_);
+  }
+
+  // Whether another node's block b is in the segment for this call: its leader's signal
+  // of it has risen (or its ready flag shows the whole call). Without a table (no plan
+  // of it), once every leader's ready flag shows the call.
+  bool remote_ready(int b) {
+    if (ready_at_.empty() || ready_at_[static_cast<std::size_t>(b)].leader < 0) {
+      for (int l = 0; l < h_.leaders; ++l)
+        if (const std::uint64_t v = h_.slot(l).ready.load(std::memory_order_acquire); v < gen_)
+          return awaiting(h_.slot(l).ready, v);
+      return true;
+    }
+    const ReadyAt& at = ready_at_[static_cast<std::size_t>(b)];
+    const Slot& leader = h_.slot(at.leader);
+    const std::uint64_t v = leader.ready_signals.load(std::memory_order_acquire);
+    if ((v >> 32) == gen_ && (v & 0xffffffffu) >= at.signals) return true;
+    if (leader.ready.load(std::memory_order_acquire) >= gen_) return true;
+    return awaiting(leader.ready_signals, v);
   }
 
   // Copies what is there of block b from chunk `done` on; true once all of it is copied.
@@ -267,9 +299,7 @@ class StagedSegment final : public NodeSegment {
       }
       if (available < chunks) awaiting(flag, v);  // (copies what is there first)
     } else {
-      for (int l = 0; l < h_.leaders; ++l)
-        if (const std::uint64_t v = h_.slot(l).ready.load(std::memory_order_acquire); v < gen_)
-          return awaiting(h_.slot(l).ready, v);
+      if (!remote_ready(b)) return false;
       for (int l = 0; l < h_.leaders; ++l)
         if (h_.slot(l).disagreed[gen_ & 1].load(std::memory_order_relaxed) == gen_) {
           done = chunks;
@@ -301,10 +331,45 @@ class StagedSegment final : public NodeSegment {
   Buffers seg_buffers_{};
   std::byte* base_ = nullptr;
   std::size_t received_ = 0, signalled_ = 0;  // blocks received into the segment, signalled
+  std::uint32_t signals_ = 0;                  // signals of such blocks raised (ready_signals)
+  const std::vector<ReadyAt>& ready_at_;
   int misses_ = 0;  // polls that found a local block not put yet (patience, node_copies.hpp)
   HierContext::RegionClaim claim_;
   bool claimed_ = false;
 };
+
+}  // namespace
+
+namespace {
+
+// Where each other node's block shows up in this node's segment (ReadyAt), read off the
+// schedules of this node's leaders: their signals of received blocks, in the order the
+// engine raises them (a round's such signals at its end, in the order of its node
+// operations). Empty on one node and with one rank per node (no leaders' segment).
+std::vector<ReadyAt> ready_table(const HierContext& h, Algorithm a, const NodeShape& shape) {
+  const Topology& t = h.topo;
+  std::vector<ReadyAt> table;
+  if (t.nnodes == 1 || t.nnodes == t.size) return table;
+  table.resize(static_cast<std::size_t>(t.size));
+  const auto& members = t.members[static_cast<std::size_t>(t.node)];
+  for (int l = 0; l < h.leaders; ++l) {
+    Schedule s = plan_node_algorithm(a, shape, members[static_cast<std::size_t>(l)]);
+    if (config().split_flags) s = split_flags(s);
+    std::uint32_t signals = 0;
+    for (const Round& round : s.rounds)
+      for (const NodeOp& op : round.node) {
+        if (op.kind != NodeOp::Kind::signal) continue;
+        bool counted = false;
+        for (const BlockSpan& span : op.blocks)
+          for (int b = span.first; b < span.first + span.count; ++b) {
+            if (t.node_of[static_cast<std::size_t>(b)] == t.node) continue;
+            if (!counted) ++signals, counted = true;
+            table[static_cast<std::size_t>(b)] = ReadyAt{l, signals};
+          }
+      }
+  }
+  return table;
+}
 
 }  // namespace
 
@@ -330,6 +395,7 @@ HierContext::NodePlan& node_plan(HierContext& h, Algorithm a, std::size_t total)
     it = h.node_schedules.try_emplace(key).first;
     it->second.flags_with_copies = flags_with_copies(schedule);
     it->second.schedule = std::move(schedule);
+    it->second.ready_at = ready_table(h, a, shape);
     // One node: its single-copy variant too, which the copy trials may take on any later
     // call (planned here, so that no call of a repeated shape plans, nor allocates).
     if (t.nnodes == 1) single_copy_plan(h);
@@ -428,7 +494,7 @@ void run_node_schedule(CommContext& ctx, Algorithm a, HierContext::NodePlan& pla
     run_one_node(h, ctx, a, plan, buffers, layout, node);
     return;
   }
-  StagedSegment segment(h, schedule, layout, h.blocking_bytes, h.blocking_offsets, pieces, true);
+  StagedSegment segment(h, schedule, plan.ready_at, layout, h.blocking_bytes, h.blocking_offsets, pieces, true);
   try {
     segment.claim_blocking();
   } catch (const Error&) {
@@ -525,6 +591,7 @@ HierContext::NodePlan& staged_plan(HierContext::NodePlan& plan) {
     plan.staged = std::make_unique<HierContext::NodePlan>();
     plan.staged->schedule = stage_on_device(plan.schedule);
     plan.staged->flags_with_copies = plan.flags_with_copies;
+    plan.staged->ready_at = plan.ready_at;
   }
   return *plan.staged;
 }
@@ -552,7 +619,7 @@ NodeCallPtr start_node_call(CommContext& ctx, Algorithm a, const Buffers& buffer
   call->complete = false;
   call->disagreement = nullptr;
   h.running = a;
-  call->segment.emplace(h, call->plan->schedule, layout, call->seg_bytes, call->seg_offsets, pieces);
+  call->segment.emplace(h, call->plan->schedule, call->plan->ready_at, layout, call->seg_bytes, call->seg_offsets, pieces);
   call->segment->queue(ctx);
   call->tag = ctx.next_tag();
   // The end-to-end check of the blocking path, as a last phase of test(): the owner's

@@ -369,7 +369,7 @@ TEST_CASE("node validator: broken node schedules are rejected", "[node]") {
     // Leader 0 of node 0 sends rank 5's block (node 1's) from its own segment.
     s[0].rounds[1].sends.push_back({4, {{5, 1}}, Place::segment});
     s[4].rounds[1].recvs.push_back({0, {{5, 1}}, Place::buffer});
-    CHECK(validate(s, shape.node_of).find("does not hold in its node's segment") != std::string::npos);
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("does not hold in its node's segment"));
   }
   SECTION("the wrong placement: the same schedules on other nodes") {
     CHECK(validate(good, blocked(8, 2)) != "");
@@ -416,7 +416,10 @@ TEST_CASE("node validator: broken node schedules at scale are rejected", "[node]
   SECTION("a slice received into the leader's buffer instead of the segment") {
     auto s = good;
     s[peer].rounds[1].recvs[static_cast<std::size_t>(matching_recv(s, peer))].place = Place::buffer;
-    CHECK(validate(s, shape.node_of).find("does not hold in its node's segment") != std::string::npos);
+    // (As is, its signal of the slice at the round's end is what fails first.)
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("signals block"));
+    drop(s[peer].rounds[1].node, NodeOp::Kind::signal);  // then the send of it on
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("does not hold in its node's segment"));
   }
   SECTION("a slice sent to another leader of the peer node, which the right leader then sends on") {
     // Leader l' of the peer node receives slice l; leader l, which forwards slice l in
@@ -429,9 +432,17 @@ TEST_CASE("node validator: broken node schedules at scale are rejected", "[node]
     auto& from = s[peer].rounds[1].recvs;
     const auto at = from.begin() + matching_recv(s, peer);
     s[other].rounds[1].recvs.push_back(*at);
+    // The signal of the slice at the round's end moves with it (one receive per round
+    // in a ring: the whole signal).
+    auto& signals = s[peer].rounds[1].node;
+    const auto sig = std::find_if(signals.begin(), signals.end(), [](const NodeOp& o) { return o.kind == NodeOp::Kind::signal; });
+    REQUIRE(sig != signals.end());
+    REQUIRE(block_count(sig->blocks) == block_count(at->blocks));
+    s[other].rounds[1].node.push_back(*sig);
+    signals.erase(sig);
     from.erase(at);
     s[leader].rounds[1].sends.front().peer = other;
-    CHECK(validate(s, shape.node_of).find("received there") != std::string::npos);
+    CHECK_THAT(validate(s, shape.node_of), Catch::Contains("received there"));
   }
   SECTION("a last get that misses one block of another node") {
     auto s = good;

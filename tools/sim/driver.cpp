@@ -551,7 +551,7 @@ int main(int argc, char** argv) {
       const double t0 = common_start();
       if (reuse) {
       } else if (pick.kind == Pick::node) {
-        sim::SimNodeSegment segment(*nodes, planned, executed, layout, hier_leaders(shape));
+        sim::SimNodeSegment segment(*nodes, planned, executed, layout);
         Execution run(executed, buffers, layout, MPI_COMM_WORLD, 4242, Config::default_max_message_bytes,
                       segment);
         run.start();

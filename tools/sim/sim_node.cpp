@@ -16,8 +16,9 @@
 namespace agx::sim {
 
 struct NodeState {
-  std::vector<std::uint64_t> put;    // per local rank: the generation of its last put
-  std::vector<std::uint64_t> ready;  // per local rank: its receives into the segment are done
+  std::vector<std::uint64_t> put;      // per local rank: the generation of its last put
+  std::vector<std::uint64_t> arrived;  // per rank of other nodes: the generation in which a
+                                       // leader of this node signalled its block in the segment
   std::vector<std::byte> memory;     // checked runs: the segment itself
   std::byte* base = nullptr;
   sg_mutex_t mutex = nullptr;
@@ -68,7 +69,7 @@ SimNodes::SimNodes(const std::vector<int>& node_of, MPI_Comm comm, int tag, std:
   if (owner_) {
     state_ = new NodeState;
     state_->put.assign(mine.size(), 0);
-    state_->ready.assign(mine.size(), 0);
+    state_->arrived.assign(node_of.size(), 0);
     if (segment == nullptr) {
       state_->memory.resize(segment_bytes);
       state_->base = state_->memory.data();
@@ -95,8 +96,8 @@ SimNodes::~SimNodes() {
 }
 
 SimNodeSegment::SimNodeSegment(SimNodes& nodes, const Schedule& planned, const Schedule& executed,
-                               const Layout& layout, int leaders)
-    : nodes_(nodes), gen_(nodes.next_gen()), leaders_(leaders) {
+                               const Layout& layout)
+    : nodes_(nodes), gen_(nodes.next_gen()) {
   // The segment holds every block, node-major, members by rank (as lib/hier's).
   const int n = layout.nranks();
   std::map<int, std::vector<int>> by_node;
@@ -119,10 +120,7 @@ SimNodeSegment::SimNodeSegment(SimNodes& nodes, const Schedule& planned, const S
     const Round& p = planned.rounds[k];
     const Round& e = executed.rounds[k];
     for (std::size_t i = 0; i < p.sends.size() && i < e.sends.size(); ++i) planned_of_[&e.sends[i]] = &p.sends[i];
-    for (const Transfer& t : p.recvs)
-      if (t.place == Place::segment) received_ += static_cast<std::size_t>(block_count(t.blocks));
   }
-  if (received_ == 0) raise(nodes_.state(), nodes_.state().ready[static_cast<std::size_t>(nodes_.local())], gen_);
 }
 
 void SimNodeSegment::put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) {
@@ -142,16 +140,17 @@ void SimNodeSegment::put(const NodeOp& op, const Buffers& mine, const Layout& la
   if (signal) raise(s, s.put[static_cast<std::size_t>(nodes_.local())], gen_);
 }
 
-// As lib/hier's staged segment: the own block's flag; one ready flag for the blocks
-// received into the segment, raised once all of them are signalled.
+// As lib/hier's staged segment: the own block's flag; each block received into the
+// segment shows up with the signal that covers it (lib/hier: the leader's count of such
+// signals; here, per block).
 void SimNodeSegment::signal(const NodeOp& op) {
   NodeState& s = nodes_.state();
   for (const BlockSpan& span : op.blocks)
     for (int b = span.first; b < span.first + span.count; ++b) {
       if (nodes_.node_of()[static_cast<std::size_t>(b)] == nodes_.node())
         raise(s, s.put[static_cast<std::size_t>(nodes_.local())], gen_);
-      else if (++signalled_ == received_)
-        raise(s, s.ready[static_cast<std::size_t>(nodes_.local())], gen_);
+      else
+        raise(s, s.arrived[static_cast<std::size_t>(b)], gen_);
     }
 }
 
@@ -163,11 +162,7 @@ bool SimNodeSegment::try_wait(const NodeOp& op) {
         const std::size_t l = static_cast<std::size_t>(nodes_.local_of(b));
         wait_for(s, [&] { return s.put[l] >= gen_; });
       } else {
-        wait_for(s, [&] {
-          for (int l = 0; l < leaders_; ++l)
-            if (s.ready[static_cast<std::size_t>(l)] < gen_) return false;
-          return true;
-        });
+        wait_for(s, [&] { return s.arrived[static_cast<std::size_t>(b)] >= gen_; });
       }
     }
   return true;
@@ -177,27 +172,19 @@ bool SimNodeSegment::try_get(const NodeOp& op, GetCursor& cursor, const Buffers&
                              const Layout& layout) {
   NodeState& s = nodes_.state();
   const auto& node_of = nodes_.node_of();
-  const auto remote_ready = [&] {
-    for (int l = 0; l < leaders_; ++l)
-      if (s.ready[static_cast<std::size_t>(l)] < gen_) return false;
-    return true;
-  };
   // Copies go block by block as their flags allow; the copy time of the blocks copied so
   // far is spent before each wait, so a late flag delays only what comes after it.
   std::size_t pending = 0;
-  bool remote_seen = false;
   for (const BlockSpan& span : op.blocks)
     for (int b = span.first; b < span.first + span.count; ++b) {
       const bool local = node_of[static_cast<std::size_t>(b)] == nodes_.node();
       const std::size_t l = static_cast<std::size_t>(nodes_.local_of(b));
-      const bool up = local ? s.put[l] >= gen_ : (remote_seen || remote_ready());
-      if (!up) {
+      const auto up = [&] { return local ? s.put[l] >= gen_ : s.arrived[static_cast<std::size_t>(b)] >= gen_; };
+      if (!up()) {
         spend(nodes_.cost().copy_s_per_byte * static_cast<double>(pending));
         pending = 0;
-        if (local) wait_for(s, [&] { return s.put[l] >= gen_; });
-        else wait_for(s, remote_ready);
+        wait_for(s, up);
       }
-      remote_seen = remote_seen || !local;
       const std::size_t len = layout.bytes(b);
       pending += len;
       if (nodes_.copy_data() && len > 0)
@@ -222,6 +209,6 @@ bool SimNodeSegment::holds(const Transfer& send) {
   return true;
 }
 
-void SimNodeSegment::segment_round_done(bool) {}  // (the ready flag: signal())
+void SimNodeSegment::segment_round_done(bool) {}  // (blocks show up with their signals)
 
 }  // namespace agx::sim

@@ -9,8 +9,8 @@
 //   put   the rank's core copies its block into the node's segment: it sleeps (simulated
 //         time) sync + copy · bytes, then raises its flag (the call's generation)
 //   get   for each block, waits until the flag that covers it is up (a block of this node:
-//         its owner's put; another node's block: the ready flag of every leader, raised
-//         once the leader's last receive into the segment is complete), then sleeps
+//         its owner's put; another node's block: the signal of it by the leader that
+//         received it into the segment, at the end of that round), then sleeps
 //         copy · bytes for the blocks it could copy; sync once per get
 //   send from the segment   waits (no cost) until the owners of this node's blocks in it
 //         have put them, then is an ordinary MPI message from the segment's addresses
@@ -82,11 +82,11 @@ class SimNodes {
 
 /// One call's segment. `executed` is the schedule the engine runs and `planned` the
 /// planner's (they differ when the driver flattens buffer messages for timing runs; the
-/// flags are read from the planned blocks). `leaders`: as the planner cut the node.
+/// flags are read from the planned blocks).
 class SimNodeSegment final : public NodeSegment {
  public:
   SimNodeSegment(SimNodes& nodes, const Schedule& planned, const Schedule& executed,
-                 const Layout& layout, int leaders);
+                 const Layout& layout);
   const Buffers& segment_buffers() const override { return seg_buffers_; }
   const Layout& segment_layout() const override { return seg_layout_; }
   void put(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal) override;
@@ -101,11 +101,9 @@ class SimNodeSegment final : public NodeSegment {
  private:
   SimNodes& nodes_;
   std::uint64_t gen_;
-  int leaders_;
   std::vector<std::size_t> bytes_, offsets_;
   Layout seg_layout_;
   Buffers seg_buffers_{};
-  std::size_t received_ = 0, signalled_ = 0;  // blocks received into the segment, signalled
   std::unordered_map<const Transfer*, const Transfer*> planned_of_;  // executed -> planned
 };
 

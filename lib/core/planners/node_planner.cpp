@@ -67,10 +67,10 @@
 //                  slice l of each node aggregate that schedule names, to leader l of
 //                  the peer node, which receives it into its segment. Slice l of a
 //                  node of m members: the blocks of its members [l·m/L, (l+1)·m/L).
-//                  A leader signals what it received into the segment in its last
-//                  round with receives (one signal: lib/hier's leaders raise one ready
-//                  flag per call)
-//   round I+1      every rank waits for the other nodes' blocks and gets them
+//                  A leader signals what it received into the segment at the end of
+//                  the round that received it
+//   rounds 2..I+1  every rank waits for the blocks that came in inter-node round k and
+//                  gets them in round k+2, while the leaders' next round is on the wire
 //
 //   4 ranks round-robin on 2 nodes (node 0 = {0, 2}, node 1 = {1, 3}), one leader:
 //     round 0   all put:            seg0 [B0 B2]         seg1 [B1 B3]
@@ -227,12 +227,12 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
     if (r != rank) append_runs(own_node, std::vector<int>{r}, 0, 1);
   add_node_op(s.rounds[1], NodeOp::Kind::wait, own_node);
   add_node_op(s.rounds[1], NodeOp::Kind::get, std::move(own_node));
+  // The inter-node schedule of this node (its leaders run it, each on its slices).
+  const Schedule between = planner_for(inter.id).plan({nnodes, node, inter.radix});
   if (local < L) {
-    std::vector<BlockSpan> received;  // into the segment, signalled in the last round of receives
-    std::size_t last = 0;
-    const Schedule between = planner_for(inter.id).plan({nnodes, node, inter.radix});
     for (std::size_t k = 0; k < between.rounds.size(); ++k) {
       Round& round = s.rounds[1 + k];
+      std::vector<BlockSpan> received;  // into the segment in this round: signalled at its end
       for (int pass = 0; pass < 2; ++pass) {
         const auto& list = pass == 0 ? between.rounds[k].sends : between.rounds[k].recvs;
         for (const Transfer& t : list) {
@@ -245,19 +245,28 @@ Schedule hierarchical(const NodeShape& shape, int rank) {
             add_send(round, peer, std::move(blocks), Place::segment);
           } else {
             received.insert(received.end(), blocks.begin(), blocks.end());
-            if (!blocks.empty()) last = 1 + k;
             add_recv(round, peer, std::move(blocks), Place::segment);
           }
         }
       }
+      add_node_op(round, NodeOp::Kind::signal, std::move(received));
     }
-    if (last > 0) add_node_op(s.rounds[last], NodeOp::Kind::signal, std::move(received));
   }
-  std::vector<BlockSpan> remote;
-  for (int r = 0; r < n; ++r)
-    if (nodes.node_of[static_cast<std::size_t>(r)] != node) append_runs(remote, std::vector<int>{r}, 0, 1);
-  add_node_op(s.rounds[I + 1], NodeOp::Kind::wait, remote);
-  add_node_op(s.rounds[I + 1], NodeOp::Kind::get, std::move(remote));
+  // Every rank waits for the blocks the leaders received in inter-node round k, and gets
+  // them, in round k + 2: the copies out of the segment follow the wire round by round.
+  for (std::size_t k = 0; k < between.rounds.size(); ++k) {
+    std::vector<int> arrived;  // the nodes whose aggregates came in inter-node round k
+    for (const Transfer& t : between.rounds[k].recvs)
+      for (const BlockSpan& span : t.blocks)
+        for (int j = span.first; j < span.first + span.count; ++j) arrived.push_back(j);
+    std::sort(arrived.begin(), arrived.end());
+    std::vector<BlockSpan> remote;
+    for (int r = 0; r < n; ++r)
+      if (std::binary_search(arrived.begin(), arrived.end(), nodes.node_of[static_cast<std::size_t>(r)]))
+        append_runs(remote, std::vector<int>{r}, 0, 1);
+    add_node_op(s.rounds[2 + k], NodeOp::Kind::wait, remote);
+    add_node_op(s.rounds[2 + k], NodeOp::Kind::get, std::move(remote));
+  }
   add_own_copy(s);
   return s;
 }
