@@ -61,7 +61,8 @@ std::string fingerprint(const Placement& p, const Tuning& t, const NodeStagePara
 struct Selector::Memo {
   std::mutex mutex;
   // (exact block bytes, in place, engine) -> (choice, best point-to-point; id automatic:
-  // unknown). The best point-to-point one does not depend on the engine: kept on both.
+  // unknown). The best point-to-point one does not depend on the engine: kept on the
+  // entry without it.
   std::map<std::tuple<std::size_t, bool, bool>, std::pair<AlgorithmChoice, AlgorithmChoice>> entries;
 };
 
@@ -146,7 +147,7 @@ std::optional<std::pair<AlgorithmChoice, double>> Selector::cheapest(
 
 AlgorithmChoice Selector::choose(const Layout& layout, bool in_place, bool engine) {
   if (placement_.nranks() == 1) return {Algorithm::direct, 0};
-  engine = engine && stage_.single_copy;  // (otherwise both price alike)
+  engine = engine && (stage_.single_copy || stage_.direct_write);  // (otherwise both price alike)
   const auto key = std::make_tuple(size_class(layout), in_place, layout.is_uniform(), engine);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   const bool memoized = memo_ != nullptr && layout.is_uniform() && layout.nranks() > 0;

@@ -12,9 +12,10 @@
 //             sends slice l of its node's aggregate from the segment once the node's
 //             blocks are in (AGX_HIER_INTER's schedule over nodes: ring, bruck, ...) and
 //             receives the peers' slices straight into the segment
-//   last      every rank gets the other nodes' blocks once every leader's ready flag
-//             shows the call, into its receive buffer at the user's layout (any order
-//             of ranks, the v form with zeros and any displacements, in place or not)
+//   next      every rank gets the blocks that came in each inter-node round in the
+//             round after it, once the leader that received them has signalled them,
+//             into its receive buffer at the user's layout (any order of ranks, the v
+//             form with zeros and any displacements, in place or not)
 //
 // Bytes: each rank copies M in and (N-1)·M out; each node's leaders together send and
 // receive what the inter-node schedule moves for nnodes blocks of node aggregates.
@@ -185,8 +186,9 @@ NodeStageParams stage_params(const HierContext& h) {
   stage.leaders = h.leaders;
   stage.inter = settings().inter;
   // One node: shared_memory priced as the faster of staged and single copy where AGX_CMA
-  // allows it. Approximate where single copy never runs: nonblocking and persistent calls
-  // (they stage), and a node whose probe at its first node call finds it unavailable
+  // allows it (nonblocking and persistent calls, which always stage, are priced without:
+  // Selector::choose's `engine`). Approximate on a node whose probe at its first node
+  // call finds single copy unavailable, and for device calls, whose node paths stage
   // (docs/algorithms.md, "Flags").
   stage.single_copy = settings().cma && h.topo.nnodes == 1;
   return stage;

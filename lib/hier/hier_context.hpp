@@ -11,10 +11,13 @@
 //   slot[i].grow       last gen for which it is about to grow the data segment (the
 //                      growth is collective over the node: the ranks agree on it first)
 //   slot[i].ready      leaders: last gen whose inter-node stage is in the segment
-//   slot[i].ready_signals  leaders: (gen << 32) | how many of its signals of blocks it
-//                      received into the segment it has raised in call gen (a reader of
-//                      another node's block waits for the signal that covers it:
-//                      HierContext::NodePlan::ready_at)
+//   slot[i].ready_signals[gen & 1]  leaders: (gen << 32) | how many of its signals of
+//                      blocks it received into the segment it has raised in call gen (a
+//                      reader of another node's block waits for the signal that covers
+//                      it: HierContext::NodePlan::ready_at). By gen parity, as the
+//                      segment's halves: calls g and g+1 may run at once, g+2 reuses
+//                      g's word only after every local rank is done with g. A call of
+//                      no bytes (it claims no region) neither raises nor waits for it
 //   slot[i].address    single copy: where its block lives in its own address space
 //   slot[i].pid        its process id (for process_vm_readv)
 //   slot[i].probed, probe_speed   set-up of the round engine only: its single-copy
@@ -25,8 +28,9 @@
 //                      program) fails with MPI_ERR_TRUNCATE instead of reading bytes
 //                      that were never written there
 //   slot[i].disagreed[gen & 1]  leaders: gen, where a receive into the segment brought
-//                      another size than planned, written before `ready`: the node's
-//                      readers of other nodes' blocks fail with MPI_ERR_TRUNCATE too
+//                      another size than planned, written before its signal
+//                      (ready_signals, then `ready`): the node's readers of other
+//                      nodes' blocks fail with MPI_ERR_TRUNCATE too
 //   slot[i].inline_data[gen & 1]   small calls (every block <= 4024 B, one node): the
 //                      block itself right behind its sequence number and size
 //                      (seq = gen << 16 | bytes), so a reader takes one dependent
@@ -89,7 +93,7 @@ struct alignas(64) Slot {
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> grow{0};
   std::atomic<std::uint64_t> ready{0};
-  std::atomic<std::uint64_t> ready_signals{0};
+  std::atomic<std::uint64_t> ready_signals[2] = {};
   std::atomic<std::uint64_t> address{0};
   std::int64_t pid = 0;
   std::atomic<std::uint64_t> probed{0};

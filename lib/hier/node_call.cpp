@@ -158,8 +158,10 @@ class StagedSegment final : public NodeSegment {
         }
       }
     if (!received) return;
-    h_.own_slot().ready_signals.store(progress_mark(gen_, ++signals_), std::memory_order_release);
-    h_.notify();
+    if (claim_.total > 0) {  // (a call of no bytes claims no region: see remote_ready)
+      h_.own_slot().ready_signals[gen_ & 1].store(progress_mark(gen_, ++signals_), std::memory_order_release);
+      h_.notify();
+    }
     if (signalled_ == received_) raise_ready();
   }
 
@@ -215,9 +217,9 @@ class StagedSegment final : public NodeSegment {
   }
 
   void segment_round_done(bool truncated) override {
-    // A leader that received another size than planned says so before its ready flag:
-    // its node's readers of other nodes' blocks fail as it does (copy_block).
-    // (The ready flag goes up with the signal of the received blocks, after this.)
+    // A leader that received another size than planned says so before its signal of
+    // the received blocks (ready_signals, then its ready flag, after this): its node's
+    // readers of other nodes' blocks fail as it does (copy_block).
     if (truncated) h_.own_slot().disagreed[gen_ & 1].store(gen_, std::memory_order_relaxed);
   }
 
@@ -242,7 +244,7 @@ class StagedSegment final : public NodeSegment {
     if (ready_at_.empty() || ready_at_[static_cast<std::size_t>(b)].leader < 0)
       return of_node + " (the ready flags of this node's leaders for call " + std::to_string(gen_) + ")";
     const ReadyAt& at = ready_at_[static_cast<std::size_t>(b)];
-    const std::uint64_t v = h_.slot(at.leader).ready_signals.load();
+    const std::uint64_t v = h_.slot(at.leader).ready_signals[gen_ & 1].load();
     return of_node + " (signal " + std::to_string(at.signals) + " of call " + std::to_string(gen_) +
            " by " + h_.local_name(at.leader) + ", a leader of this node; its count reads call " +
            std::to_string(v >> 32) + ", signal " + std::to_string(v & 0xffffffffu) + ")";
@@ -263,12 +265,16 @@ class StagedSegment final : public NodeSegment {
           return awaiting(h_.slot(l).ready, v);
       return true;
     }
+    // A call of no bytes has nothing to wait for (and its signals' word is not its own:
+    // it claims no region, so an earlier call of its parity may still be reading it).
+    if (claim_.total == 0) return true;
     const ReadyAt& at = ready_at_[static_cast<std::size_t>(b)];
     const Slot& leader = h_.slot(at.leader);
-    const std::uint64_t v = leader.ready_signals.load(std::memory_order_acquire);
+    const std::atomic<std::uint64_t>& word = leader.ready_signals[gen_ & 1];
+    const std::uint64_t v = word.load(std::memory_order_acquire);
     if ((v >> 32) == gen_ && (v & 0xffffffffu) >= at.signals) return true;
     if (leader.ready.load(std::memory_order_acquire) >= gen_) return true;
-    return awaiting(leader.ready_signals, v);
+    return awaiting(word, v);
   }
 
   // Copies what is there of block b from chunk `done` on; true once all of it is copied.
@@ -690,7 +696,8 @@ bool test_node_call(NodeCall& call) {
   } catch (const Error& e) {
     // Disagreeing counts end the rounds with every rank's part done: the check still
     // runs, so that no rank waits for this one's checksums.
-    if (call.execution->failed() || e.error_class() != MPI_ERR_TRUNCATE || !call.check) throw;
+    if (call.execution->failed() || e.error_class() != MPI_ERR_TRUNCATE || (!call.check && !call.check_at_end))
+      throw;
     call.disagreement = std::current_exception();
   }
   if (call.check_at_end) {  // the own block is on the mirror now (a staged call)
