@@ -18,34 +18,15 @@
 #include <vector>
 
 #include "test_limits.hpp"
+#include "test_placements.hpp"
 
 using namespace agx;
 
 namespace {
 
-std::vector<int> blocked(int n, int ppn) {
-  std::vector<int> node_of(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) node_of[static_cast<std::size_t>(r)] = r / ppn;
-  return node_of;
-}
-
-std::vector<int> round_robin(int n, int nodes) {
-  std::vector<int> node_of(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) node_of[static_cast<std::size_t>(r)] = r % nodes;
-  return node_of;
-}
-
-// Nodes of 1, 2, 3, ... `largest` ranks, cycling.
-std::vector<int> unequal(int n, int largest) {
-  std::vector<int> node_of;
-  int node = 0, size = 1;
-  while (static_cast<int>(node_of.size()) < n) {
-    for (int i = 0; i < size && static_cast<int>(node_of.size()) < n; ++i) node_of.push_back(node);
-    ++node;
-    size = size % largest + 1;
-  }
-  return node_of;
-}
+using agx_test::blocked;
+using agx_test::round_robin;
+using agx_test::unequal;
 
 NodeShape shape_of(std::vector<int> node_of, int leaders = 1) {
   NodeShape s;
