@@ -182,7 +182,8 @@ AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Opti
   const CallChoice c = choose_call(ctx, layout, options, in_place, CallKind::query);
   // Where the next blocking call would run the rival (a trial call, or the rival kept:
   // core/algorithm_trials.hpp), that is what it runs.
-  if (c.rival.algorithm.id != Algorithm::automatic && ctx.algorithm_trials().peek(mean_block(layout)) == 1)
+  if (c.rival.algorithm.id != Algorithm::automatic &&
+      ctx.algorithm_trials().peek(mean_block(layout), c.path == CallPath::node ? 0 : 1) == 1)
     return c.rival.algorithm;
   return c.algorithm;
 }

@@ -2,6 +2,8 @@
 
 #include "hier/copy_choice.hpp"
 
+#include "core/algorithm_trials.hpp"
+
 #include "hier/hier_context.hpp"
 #include "hier/settings.hpp"
 
@@ -14,6 +16,8 @@ namespace {
 // Staged and single copy alternate in the trial calls, three of each; timed again 256
 // calls after each decision, then 1024, 4096, ... calls later.
 constexpr TrialPlan plan{3, 1, false, 1.0, 256};
+// `auto` against its rival lets the node path run its own trials first (algorithm_trials.hpp).
+static_assert(2 * plan.calls_each + 2 <= AlgorithmTrials::node_warmup);
 
 TrialWords words(Slot& s, int c) { return {s.trial_ns[c], &s.trial_gen[c]}; }
 

@@ -2,6 +2,8 @@
 
 #include "hier/wait_choice.hpp"
 
+#include "core/algorithm_trials.hpp"
+
 #include "hier/hier_context.hpp"
 
 #include <algorithm>
@@ -15,6 +17,8 @@ namespace {
 // after the decision, then 4096, 16384, ... calls after each later one (a wrong way costs
 // up to 10x in a trial's sleeping calls: 4 of them in 1024 calls add about 4%).
 constexpr TrialPlan plan{4, 2, true, 0.75, 1024};
+// `auto` against its rival lets the node path run its own trials first (algorithm_trials.hpp).
+static_assert(2 * plan.calls_each + 2 <= AlgorithmTrials::node_warmup);
 
 TrialWords words(Slot& s, int c) { return {s.wait_trial_ns[c], &s.wait_trial_gen[c]}; }
 

@@ -1,9 +1,10 @@
 // MPI test of `auto` against its rival on one node (lib/core/algorithm_trials.hpp): for
 // blocking automatic calls of 1 MiB and 2 MiB per rank (two size classes), in turn, each
 // with new data checked in full, the model's choice and its rival (the best
-// point-to-point algorithm against the node path) are timed on the first 6 calls of
-// each class after the communicator's first (which defers the node path), then one is
-// kept; 64 calls after that decision the trials run again. Every rank must then have
+// point-to-point algorithm against the node path) are timed on 6 calls of each class,
+// after the communicator's first (which defers the node path) and the node path's own
+// first 10 (its copy and wait trials), then one is kept; 64 calls after that decision
+// the trials run again. Every rank must then have
 // made 6 trial calls in each class, decided, timed again once, with the same slowest
 // times and decision as every other rank, and every call must have run the same
 // algorithm on every rank. Usage:
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   const std::size_t sizes[] = {std::size_t{1} << 20, std::size_t{2} << 20};
-  const int calls = 80;  // 1 deferred + 6 trials + 1 agreeing + 64 decided + 6 trials again + 1, and more
+  const int calls = 90;  // 1 deferred + 10 node path first + 6 trials + 1 agreeing + 64 decided + 6 trials again + 1, and more
   agx::Allgather<unsigned char> g(MPI_COMM_WORLD);
   unsigned salt = 1;
   int ran_differs = 0;

@@ -244,3 +244,17 @@ TEST_CASE("choose: nonblocking and persistent calls price shared_memory as the e
   }
   CHECK(differ > 0);
 }
+
+TEST_CASE("auto against its rival: the way kept stays unless the other is clearly faster", "[choose]") {
+  using T = AlgorithmTrials;
+  const double m = T::margin;
+  // First trials: the rival (way 1) only where it is margin faster than the choice.
+  CHECK(T::decide(-1, {1.0, 0.95}) == 0);
+  CHECK(T::decide(-1, {1.0, m * 0.99}) == 1);
+  CHECK(T::decide(0, {1.0, 0.95}) == 0);
+  // Re-trials after the rival was kept: it stays unless the choice is margin faster, so a
+  // re-trial that finds the two close (a noisy moment) does not undo the first decision.
+  CHECK(T::decide(1, {0.95, 1.0}) == 1);
+  CHECK(T::decide(1, {1.0, 1.0}) == 1);
+  CHECK(T::decide(1, {m * 0.99, 1.0}) == 0);
+}
