@@ -66,7 +66,7 @@ Algorithm run_blocking(CommContext& ctx, const CallChoice& c, const Buffers& buf
   // first calls of the size, then the faster kept until the trials run again.
   AlgorithmTrials& trials = ctx.algorithm_trials();
   const AlgorithmTrials::Pick pick =
-      trials.pick(mean_block(layout), ctx.comm(), c.path == CallPath::node ? 0 : 1);
+      trials.pick(mean_block(layout), ctx.comm(), node_way(c));
   const double started = pick.trial_class >= 0 ? MPI_Wtime() : 0.0;
   const Algorithm ran = pick.way == 1 ? run_choice(ctx, rival_choice(c), buffers, layout)
                                       : run_choice(ctx, c, buffers, layout);

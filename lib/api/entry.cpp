@@ -183,7 +183,7 @@ AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Opti
   // Where the next blocking call would run the rival (a trial call, or the rival kept:
   // core/algorithm_trials.hpp), that is what it runs.
   if (c.rival.algorithm.id != Algorithm::automatic &&
-      ctx.algorithm_trials().peek(mean_block(layout), c.path == CallPath::node ? 0 : 1) == 1)
+      ctx.algorithm_trials().peek(mean_block(layout), node_way(c)) == 1)
     return c.rival.algorithm;
   return c.algorithm;
 }

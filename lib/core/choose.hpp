@@ -90,6 +90,8 @@ struct CallChoice {
 
 /// The rival of `c` as a choice of its own (its algorithm, path and direct write).
 CallChoice rival_choice(const CallChoice& c);
+/// Which of `c` (0) and its rival (1) is the node path (AlgorithmTrials::pick's node_way).
+inline int node_way(const CallChoice& c) { return c.path == CallPath::node ? 0 : 1; }
 
 /// The mean block of a call, in bytes (what size classes are made of).
 std::size_t mean_block(const Layout& layout);

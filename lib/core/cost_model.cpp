@@ -457,6 +457,22 @@ double predict_seconds(const Planner& planner, const Layout& layout, const Place
       layout, placement, params, in_place, at_most);
 }
 
+namespace {
+
+// The node planners' shape of a call (placement, leaders, inter-node algorithm, total),
+// staged through the segment: single copy, direct write and CUDA IPC are set by the caller.
+NodeShape node_shape(const Layout& layout, const Placement& placement, const NodeStageParams& stage) {
+  NodeShape shape;
+  shape.node_of.resize(static_cast<std::size_t>(placement.nranks()));
+  for (int r = 0; r < placement.nranks(); ++r) shape.node_of[static_cast<std::size_t>(r)] = placement.node_of(r);
+  shape.leaders = stage.leaders;
+  shape.inter = stage.inter;
+  for (int b = 0; b < layout.nranks(); ++b) shape.total_bytes += layout.bytes(b);
+  return shape;
+}
+
+}  // namespace
+
 double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Placement& placement,
                       const CostParams& params, bool in_place, const NodeStageParams& stage) {
   const auto inf = std::numeric_limits<double>::infinity();
@@ -464,12 +480,7 @@ double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Plac
   if (a.id == Algorithm::shared_memory || a.id == Algorithm::hierarchical) {
     // The node schedule that runs on a mirror: staged puts and gets (no single copy, no
     // direct write: they have no staged form).
-    NodeShape shape;
-    shape.node_of.resize(static_cast<std::size_t>(placement.nranks()));
-    for (int r = 0; r < placement.nranks(); ++r) shape.node_of[static_cast<std::size_t>(r)] = placement.node_of(r);
-    shape.leaders = stage.leaders;
-    shape.inter = stage.inter;
-    for (int b = 0; b < layout.nranks(); ++b) shape.total_bytes += layout.bytes(b);
+    const NodeShape shape = node_shape(layout, placement, stage);
     return predict_bounded([&](int r) { return stage_on_device(plan_node_algorithm(a.id, shape, r)); },
                            layout, placement, params, in_place, inf);
   }
@@ -486,13 +497,8 @@ double predict_staged(const AlgorithmChoice& a, const Layout& layout, const Plac
 double predict_node_algorithm(Algorithm a, const Layout& layout, const Placement& placement,
                               const CostParams& params, bool in_place, const NodeStageParams& stage,
                               double at_most) {
-  NodeShape shape;
-  shape.node_of.resize(static_cast<std::size_t>(placement.nranks()));
-  for (int r = 0; r < placement.nranks(); ++r) shape.node_of[static_cast<std::size_t>(r)] = placement.node_of(r);
-  shape.leaders = stage.leaders;
-  shape.inter = stage.inter;
+  NodeShape shape = node_shape(layout, placement, stage);
   shape.direct_write = stage.direct_write;
-  for (int b = 0; b < layout.nranks(); ++b) shape.total_bytes += layout.bytes(b);
   const double staged = predict_bounded([&](int r) { return plan_node_algorithm(a, shape, r); },
                                         layout, placement, params, in_place, at_most);
   if (!stage.single_copy || stage.direct_write || placement.nodes() != 1) return staged;
