@@ -13,17 +13,21 @@
 #include "core/planner.hpp"
 #include "core/select.hpp"
 #include "hier/hier.hpp"
+#include "hier/copy_choice.hpp"
 #include "hier/hier_context.hpp"
 #include "hier/node_copies.hpp"
 #include "hier/shared_alloc.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <sys/uio.h>
 
 namespace agx::hier {
 namespace {
@@ -48,6 +52,7 @@ struct Descriptor {
   std::uint64_t extent = 0;  ///< bytes from buffers.recv that the layout covers
   std::uint64_t total = 0;   ///< the layout's bytes
   std::uint64_t own = 0;     ///< this rank's block
+  std::uint64_t address = 0;  ///< buffers.recv in this process (the kernel's push)
 };
 static_assert(std::is_trivially_copyable_v<Descriptor> &&
               sizeof(Descriptor) <= InlineBlock::capacity);
@@ -132,6 +137,7 @@ class DirectWrites final : public hier::OneNodeCopies {
     bases.assign(static_cast<std::size_t>(n), nullptr);
     for (int k = 1; k < n && status_ == written; ++k) {
       const int j = (t.local + k) % n;
+      if (all_[static_cast<std::size_t>(j)].region.nonce == 0) continue;  // (pushed by the kernel)
       bases[static_cast<std::size_t>(j)] = map_peer_region(all_[static_cast<std::size_t>(j)].region, why_);
       if (bases[static_cast<std::size_t>(j)] == nullptr) status_ = cannot_map;
     }
@@ -140,8 +146,9 @@ class DirectWrites final : public hier::OneNodeCopies {
                                       : static_cast<const std::byte*>(mine.send);
       for (int k = 1; k < n; ++k) {
         const int j = (t.local + k) % n;
-        copy_bytes(bases[static_cast<std::size_t>(j)] + all_[static_cast<std::size_t>(j)].offset + at,
-                   src, bytes);
+        const Descriptor& d = all_[static_cast<std::size_t>(j)];
+        if (d.region.nonce != 0) copy_bytes(bases[static_cast<std::size_t>(j)] + d.offset + at, src, bytes);
+        else if (!push(j, d.address + at, src, bytes)) status_ = cannot_map;  // (the usual path rewrites it)
       }
     }
     worst_ = std::max(worst_, status_);  // (this rank's own status counts as its peers' do)
@@ -189,6 +196,23 @@ class DirectWrites final : public hier::OneNodeCopies {
   }
 
  private:
+  // Copies `bytes` from `src` to `address` in local rank j's process (process_vm_writev);
+  // false, with why_ said, where the kernel refuses.
+  bool push(int j, std::uint64_t address, const std::byte* src, std::size_t bytes) {
+    const auto pid = static_cast<pid_t>(h_.slot(j).pid);
+    while (bytes > 0) {
+      iovec local{const_cast<std::byte*>(src), bytes}, remote{reinterpret_cast<void*>(address), bytes};
+      const ssize_t put = peer_maps_refused() ? (errno = EPERM, -1)
+                                              : process_vm_writev(pid, &local, 1, &remote, 1, 0);
+      if (put <= 0) {
+        why_ = "process_vm_writev into " + h_.local_name(j) + " failed: " + std::strerror(errno);
+        return false;
+      }
+      src += put, address += static_cast<std::uint64_t>(put), bytes -= static_cast<std::size_t>(put);
+    }
+    return true;
+  }
+
   const std::vector<Descriptor>& all_;
   std::size_t total_;
   std::uint64_t status_ = written, worst_ = written;
@@ -208,7 +232,7 @@ bool direct_write_size(std::size_t mean_block) {
 std::uint64_t direct_write_calls() { return calls.load(std::memory_order_relaxed); }
 
 bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
-                  bool send_on_host) {
+                  bool send_on_host, std::optional<LargeCopies>* copies) {
   const DirectSettings s = direct_settings();
   const Topology& t = h.topo;
   if (!s.enabled || t.nnodes != 1 || t.size < 2) return false;
@@ -219,24 +243,35 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   }
   if (total == 0 || total / static_cast<std::size_t>(t.size) < s.min_bytes) return false;
   h.prepare_node();
-  const WaitPick wait = h.wait_style_for(total / static_cast<std::size_t>(t.size));
-  const double started = wait.trial_class >= 0 ? MPI_Wtime() : 0.0;  // (a wait trial: timed)
+  const std::size_t mean = total / static_cast<std::size_t>(t.size);
+  const WaitPick wait = h.wait_style_for(mean);
+  const double started = MPI_Wtime();
   const int me = t.rank;
 
   Descriptor mine;
   SharedView view;
-  if ((buffers.in_place || send_on_host) && find_shared(buffers.recv, extent, view)) {
+  const bool send_ok = buffers.in_place || send_on_host;  // (what this rank writes from)
+  if (send_ok && find_shared(buffers.recv, extent, view)) {
     mine.region = view.region;
     mine.offset = view.offset;
   }
   mine.extent = extent;
   mine.total = total;
   mine.own = layout.bytes(me);
+  if (send_ok) mine.address = reinterpret_cast<std::uintptr_t>(buffers.recv);
   thread_local std::vector<Descriptor> all;
   const std::uint64_t gen = h.next_gen();
   exchange(h, gen, mine, all, "direct write: receive buffers");
-  for (const Descriptor& d : all)
-    if (d.region.nonce == 0) return false;  // every rank sees the same lines: all go on alike
+  // Every rank sees the same lines: all go on alike. A receive buffer outside agx's
+  // regions is pushed by the kernel where the copy choice takes the kernel's copies for
+  // this size (copy_choice.hpp; the node path only: `copies`), else every rank leaves.
+  bool kernel = false;
+  for (const Descriptor& d : all) kernel = kernel || d.region.nonce == 0;
+  if (kernel) {
+    for (const Descriptor& d : all)
+      if (d.address == 0) return false;
+    if (copies == nullptr || (*copies = choose_large_copies(h, mean))->way != 1) return false;
+  }
 
   // The schedule (see the header), planned once per communicator.
   if (h.direct_write_schedule.rounds.empty()) {
@@ -253,8 +288,16 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   };
   if (run_local_rounds(h.direct_write_schedule, false, node, buffers, layout, pause))
     std::rethrow_exception(node.disagreement());
-  if (node.fell_back()) return false;  // the usual path rewrites every block
-  record_wait_trial(h, wait, MPI_Wtime() - started);
+  if (node.fell_back()) {  // the usual path rewrites every block, staged (no trial)
+    if (kernel) *copies = LargeCopies{};  // (a failed push is no trial)
+    return false;
+  }
+  const double seconds = MPI_Wtime() - started;
+  record_wait_trial(h, wait, seconds);
+  if (kernel) {
+    record_trial(h, **copies, seconds);
+    ++h.single_copy_calls;
+  }
   calls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

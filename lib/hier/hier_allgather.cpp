@@ -53,6 +53,7 @@
 #include "hier/settings.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <iomanip>
 #include <cstring>
 #include <sstream>
@@ -122,9 +123,15 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
     return;
   }
   const std::size_t mean = total / static_cast<std::size_t>(t.size);
-  if (t.nnodes == 1 && pieces == nullptr && direct_write_size(mean) &&
-      direct_write(h, buffers, layout))  // direct_write.hpp
-    return;
+  // Staged or the kernel's copies (copy_choice.hpp), picked once a call: by direct write
+  // where the receive buffers are not all shared (a trial then times from `entered`).
+  std::optional<LargeCopies> picked;
+  double entered = 0.0;
+  if (t.nnodes == 1 && pieces == nullptr && direct_write_size(mean)) {
+    entered = MPI_Wtime();
+    if (direct_write(h, buffers, layout, true, &picked)) return;  // direct_write.hpp
+  }
+  LargeCopies large = picked.value_or(LargeCopies{});
   const WaitPick wait = h.wait_style_for(mean);  // (a trial call: timed, wait_choice.hpp)
   const double started = wait.trial_class >= 0 ? MPI_Wtime() : 0.0;
   HierContext::NodePlan& plan = node_plan(h, a, total);
@@ -139,19 +146,18 @@ void run_path(CommContext& ctx, Algorithm a, const Buffers& buffers, const Layou
   // where the kernel's copy beats staging, the single-copy schedule (expose, read,
   // release).
   NodeCopies copies = NodeCopies::staged;
-  LargeCopies large;
   if (!plan.flags_with_copies) {  // flags of their own: staged
     ++h.staged_calls;
   } else if (largest <= InlineBlock::capacity) {
     ++h.inline_calls;
     copies = NodeCopies::flag_lines;
-  } else if (pieces == nullptr && (large = choose_large_copies(h, mean)).way == 1) {
+  } else if (!picked && pieces == nullptr && (large = choose_large_copies(h, mean)).way == 1) {
     copies = NodeCopies::single_copy;  // copy_choice.hpp: measured, or AGX_CMA_MIN_BYTES
     ++h.single_copy_calls;
   } else {
-    ++h.staged_calls;
+    ++h.staged_calls;  // (a pick by direct write that left the call here is staged)
   }
-  const double t0 = large.trial_class >= 0 ? MPI_Wtime() : started;
+  const double t0 = picked ? entered : large.trial_class >= 0 ? MPI_Wtime() : started;
   run_node_schedule(ctx, a, copies == NodeCopies::single_copy ? single_copy_plan(h) : plan, buffers,
                     layout, pieces, copies);
   if (large.trial_class >= 0 || wait.trial_class >= 0) {

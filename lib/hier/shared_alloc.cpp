@@ -94,6 +94,7 @@ std::atomic<bool> refusing{false};  // refuse_peer_maps
 }  // namespace
 
 void refuse_peer_maps(bool refuse) { refusing.store(refuse, std::memory_order_relaxed); }
+bool peer_maps_refused() { return refusing.load(std::memory_order_relaxed); }
 
 std::byte* map_peer_region(const RegionHandle& region, std::string& error) {
   if (refusing.load(std::memory_order_relaxed)) {

@@ -54,7 +54,10 @@ std::size_t owned_regions();
 std::size_t peer_mappings();
 
 /// Test seam (test/hier/test_direct_write.cpp): while set, map_peer_region fails in this
-/// process, cached mappings too, as for a peer whose region cannot be opened.
+/// process, cached mappings too, as for a peer whose region cannot be opened, and so does
+/// direct write's push into a peer's heap buffer (direct_write.cpp), as for a kernel that
+/// refuses process_vm_writev.
 void refuse_peer_maps(bool refuse);
+bool peer_maps_refused();
 
 }  // namespace agx::hier

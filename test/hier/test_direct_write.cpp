@@ -6,12 +6,23 @@
 // reversed order, a forced point-to-point algorithm (never direct), a region freed and
 // another allocated between calls (often at the same address), one rank receiving into
 // ordinary memory (the usual path for all), one rank that cannot map its peers' regions
-// (the usual path for all), and disagreeing counts (MPI_ERR_TRUNCATE on every rank). Run with AGX_DIRECT_WRITE_MIN_BYTES=0 so that small blocks take the path.
+// (the usual path for all), and disagreeing counts (MPI_ERR_TRUNCATE on every rank). Run
+// with AGX_DIRECT_WRITE_MIN_BYTES=0 so that small blocks take the path.
+// Receive buffers on the heap are pushed by the kernel (process_vm_writev) where the copy
+// choice takes the kernel's copies: `test_direct_write kernel` runs with
+// AGX_CMA_MIN_BYTES=0 (the kernel's copies always, without trials) and expects the push
+// for heap buffers and the mixed case, the usual path where one rank's pushes fail, and
+// MPI_ERR_TRUNCATE for disagreeing counts on the heap; without `kernel` (AGX_CMA=0, or
+// the default trials, whose smallest size is above these cases' blocks) none.
 
 #include <agx/agx.hpp>
 #include <agx/allocate.hpp>
 
+#include "api/context.hpp"
+#include "core/comm_context.hpp"
 #include "hier/direct_write.hpp"
+#include "hier/hier.hpp"
+#include "hier/hier_context.hpp"
 #include "hier/shared_alloc.hpp"
 
 #include <mpi.h>
@@ -120,6 +131,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  const std::string mode = argc > 1 ? argv[1] : "";
   unsigned salt = 1;
   // The first blocking `auto` call on a communicator whose choice is a node path runs
   // point-to-point and leaves the node state unmade (the first-call rule,
@@ -185,11 +197,16 @@ int main(int argc, char** argv) {
       fail("peer mappings not dropped: " + std::to_string(agx::hier::peer_mappings()));
     if (rank == 0) std::printf("reallocated regions at the previous address: %d of 11\n", reused);
   }
-  // Mixed: the last rank receives into ordinary memory, so nobody writes directly.
+  // Whether heap receive buffers are pushed by the kernel here (see the header).
+  const bool kernel = mode == "kernel" && agx::hier::hier_context(agx::context(MPI_COMM_WORLD)).cma;
+  if (mode == "kernel" && !kernel && rank == 0)
+    std::printf("process_vm_writev unavailable here: heap buffers take the usual path\n");
+  // Mixed: the last rank receives into ordinary memory, so nobody writes directly
+  // (except by the kernel's push into that rank's buffer).
   {
     Case c{"mixed (last rank not shared)", agx::Algorithm::automatic, false, true, rank != size - 1,
            size == 1};
-    c.expect_direct = false;
+    c.expect_direct = kernel;
     const std::size_t bytes = region_for(c.block);
     std::vector<unsigned char> plain(bytes);
     auto* region = c.shared ? static_cast<unsigned char*>(agx::allocate(bytes)) : plain.data();
@@ -198,6 +215,23 @@ int main(int argc, char** argv) {
     c.name += " in place";
     run_case(c, ++salt, region, bytes, 64);
     if (c.shared) agx::deallocate(region);
+  }
+  // Every receive buffer on the heap: pushed by the kernel (mode kernel) or the usual
+  // path; a forced point-to-point algorithm never; 1 MiB blocks cross many pages.
+  {
+    const std::vector<Case> cases = {
+        {"heap uniform", agx::Algorithm::automatic, false, false, false, kernel},
+        {"heap in place", agx::Algorithm::automatic, true, false, false, kernel},
+        {"heap v with zeros", agx::Algorithm::automatic, false, true, false, kernel},
+        {"heap v in place", agx::Algorithm::automatic, true, true, false, kernel},
+        {"heap shared_memory", agx::Algorithm::shared_memory, false, false, false, kernel},
+        {"heap ring (forced: never direct)", agx::Algorithm::ring, false, false, false, false},
+        {"heap 1 MiB blocks", agx::Algorithm::automatic, false, false, false, kernel, 1 << 20},
+    };
+    for (const Case& c : cases) {
+      std::vector<unsigned char> plain(region_for(c.block));
+      run_case(c, ++salt, plain.data(), plain.size(), 8);
+    }
   }
   // One rank cannot map its peers' regions (the test seam refuse_peer_maps): it writes
   // nothing and says so, and every rank takes the usual path, that one included.
@@ -217,10 +251,26 @@ int main(int argc, char** argv) {
     run_case(c, ++salt, region, bytes, 32);
     agx::deallocate(region);
   }
-  // Disagreeing counts: the last rank's own block is one byte longer in its layout.
+  // The same with heap buffers: the last rank's pushes fail (the seam refuses
+  // process_vm_writev too), so every rank takes the usual path.
   if (size > 1) {
+    Case c{"heap, last rank cannot push", agx::Algorithm::automatic, false, false, false, false};
+    std::vector<unsigned char> plain(region_for(c.block));
+    agx::hier::refuse_peer_maps(rank == size - 1);
+    run_case(c, ++salt, plain.data(), plain.size(), 16);
+    agx::hier::refuse_peer_maps(false);
+    c.name = "heap, pushing again";
+    c.expect_direct = kernel;
+    run_case(c, ++salt, plain.data(), plain.size(), 16);
+  }
+  // Disagreeing counts: the last rank's own block is one byte longer in its layout; in
+  // a shared region, then on the heap where the kernel pushes (direct write's statuses
+  // tell every rank; the usual path's readers of that block fail).
+  for (const bool heap : {false, true}) {
+    if (size == 1 || (heap && !kernel)) break;
     const std::size_t block = 4000, bytes = region_for(block);
-    auto* region = static_cast<unsigned char*>(agx::allocate(bytes));
+    std::vector<unsigned char> plain(heap ? bytes : 0);
+    auto* region = heap ? plain.data() : static_cast<unsigned char*>(agx::allocate(bytes));
     std::vector<std::size_t> b(static_cast<std::size_t>(size), block), o(b.size());
     for (std::size_t r = 0; r < b.size(); ++r) o[r] = r * (block + 8);
     if (rank == size - 1) b.back() += 1;
@@ -232,8 +282,9 @@ int main(int argc, char** argv) {
     } catch (const agx::Error& e) {
       code = e.error_class();
     }
-    if (code != MPI_ERR_TRUNCATE) fail("disagreeing counts gave error class " + std::to_string(code));
-    agx::deallocate(region);
+    if (code != MPI_ERR_TRUNCATE)
+      fail(std::string(heap ? "heap: " : "") + "disagreeing counts gave error class " + std::to_string(code));
+    if (!heap) agx::deallocate(region);
   }
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
