@@ -3,7 +3,8 @@
 // "One engine"): a node schedule on one node, run to completion on the calling thread.
 // It runs a rank's schedule exactly as the polled lane (Execution::start + test,
 // executor.hpp) does: per round, its puts, writes and exposes (each raising its flag
-// where its round signals it), its copies, then each get and read, each release and each
+// where its round signals it), its copies (unless the segment made the own block's
+// copy with its write: NodeSegment::took_own_copy), then each get and read, each release and each
 // wait that no get or read covers, then the signals that no put makes; after the last
 // round finish(), then finished(). The difference is only
 // in how it waits: for one operation at a time, through `pause`, instead of polling the
@@ -69,7 +70,7 @@ bool run_local_rounds(const Schedule& s, bool flags_with_copies, Segment& node,
       else if (op.kind == K::write) node.write(op, buffers, layout, flags_with_copies || paired(round, op));
       else if (op.kind == K::expose) node.expose(op, buffers, layout, flags_with_copies || paired(round, op));
     }
-    make_copies(round, buffers, layout);
+    if (!node.took_own_copy()) make_copies(round, buffers, layout);
     for (const NodeOp& op : round.node) {
       if (op.kind == K::get || op.kind == K::read) {
         GetCursor cursor;

@@ -37,6 +37,12 @@ class NodeSegment {
   /// flag rises once every copy is made. Never waits. Only a segment made for direct
   /// write serves it; any other: MPI_ERR_INTERN.
   virtual void write(const NodeOp& op, const Buffers& mine, const Layout& layout, bool signal);
+  /// Whether the round's write made the round's own-block copy as well, and the engine's
+  /// blocking lane leaves it (local_rounds.hpp): a segment that writes the own block
+  /// chunk by chunk to its peers may copy each chunk to its own receive buffer while the
+  /// chunk is in cache (hier/direct_write.cpp). The same copy of the same round, the send
+  /// buffer read once. Asked once per round, after its writes; false here.
+  bool took_own_copy() { return false; }
   /// Leaves the op's blocks (the own block, in `mine`) where they lie for the node's
   /// other ranks to read (single copy); `signal`: the round signals them, so the flag
   /// publishes their place. Never waits. Only single-copy segments serve it; any other:
