@@ -9,8 +9,8 @@
 //            size (copy_choice.hpp: timed against staging on the first calls, as single
 //            copy's reads are below this path's size). A push reads the writer's own send
 //            buffer, in its cache, where single copy's read pulls the owner's lines
-//            across: on the Intel Xeon machine at 2 ranks 0.72-0.94x Open MPI's time from
-//            256 KiB to 16 MiB against 0.96-1.04x by reading (docs/results.md)
+//            across: on the Intel Xeon machine at 2 ranks 0.74-0.96x Open MPI's time from
+//            256 KiB to 16 MiB against 0.90-1.03x by reading (docs/results.md, History)
 //
 //   agreement (call gen)   every local rank publishes in its flag line where its receive
 //                          buffer lies (region name, offset, extent, counts, its address
@@ -29,7 +29,10 @@
 //                          peer could not be mapped or pushed to (every rank then runs the
 //                          usual path, staged, which rewrites every block), 2 the counts disagree
 //                          (MPI_ERR_TRUNCATE everywhere)
-//              copy        the own block into the own receive buffer (out of place)
+//              copy        the own block into the own receive buffer (out of place;
+//                          made by the write, 512 KiB at a time right after each piece
+//                          went to the peers, so the send buffer is read once:
+//                          NodeSegment::took_own_copy)
 //     round 1  wait        every peer's status: seeing them all means every block has
 //                          arrived
 //
