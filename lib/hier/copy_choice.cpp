@@ -39,4 +39,11 @@ void record_trial(HierContext& h, const LargeCopies& c, double seconds) {
   record_way(h, h.copy_trials.data(), plan, c, seconds, words);
 }
 
+int decided_large_copies(const HierContext& h, std::size_t mean) {
+  if (!h.cma) return 0;
+  if (const auto& forced = settings().cma_min_bytes) return mean >= *forced ? 1 : 0;
+  if (mean < trial_min_bytes) return 0;
+  return h.copy_trials[static_cast<std::size_t>(copy_class_of(mean))].decided;
+}
+
 }  // namespace agx::hier

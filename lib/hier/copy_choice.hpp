@@ -53,4 +53,10 @@ LargeCopies choose_large_copies(HierContext& h, std::size_t mean);
 /// After a trial call ran without error on this rank: its time.
 void record_trial(HierContext& h, const LargeCopies& c, double seconds);
 
+/// The copies decided for calls whose mean block is `mean` bytes (1: the kernel's, 0:
+/// staged), as choose_large_copies takes them, without a call of the trials (direct
+/// write's push from a point-to-point choice, direct_write.hpp); -1 while the size class
+/// is undecided. The same on every rank at every call: only picks decide.
+int decided_large_copies(const HierContext& h, std::size_t mean);
+
 }  // namespace agx::hier

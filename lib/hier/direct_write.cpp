@@ -283,13 +283,17 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   exchange(h, gen, mine, all, "direct write: receive buffers");
   // Every rank sees the same lines: all go on alike. A receive buffer outside agx's
   // regions is pushed by the kernel where the copy choice takes the kernel's copies for
-  // this size (copy_choice.hpp; the node path only: `copies`), else every rank leaves.
+  // this size (copy_choice.hpp: the node path picks, trials included; a point-to-point
+  // choice, `copies` null, pushes once the node path's trials decided so), else every
+  // rank leaves.
   bool kernel = false;
   for (const Descriptor& d : all) kernel = kernel || d.region.nonce == 0;
   if (kernel) {
     for (const Descriptor& d : all)
       if (d.address == 0) return false;
-    if (copies == nullptr || (*copies = choose_large_copies(h, mean))->way != 1) return false;
+    if (copies == nullptr ? decided_large_copies(h, mean) != 1
+                          : (*copies = choose_large_copies(h, mean))->way != 1)
+      return false;
   }
 
   // The schedule (see the header), planned once per communicator.
@@ -308,12 +312,12 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   if (run_local_rounds(h.direct_write_schedule, false, node, buffers, layout, pause))
     std::rethrow_exception(node.disagreement());
   if (node.fell_back()) {  // the usual path rewrites every block, staged (no trial)
-    if (kernel) *copies = LargeCopies{};  // (a failed push is no trial)
+    if (kernel && copies != nullptr) *copies = LargeCopies{};  // (a failed push is no trial)
     return false;
   }
   const double seconds = MPI_Wtime() - started;
   record_wait_trial(h, wait, seconds);
-  if (kernel) {
+  if (kernel && copies != nullptr) {  // (the node path's calls: its copies counted)
     record_trial(h, **copies, seconds);
     ++h.single_copy_calls;
   }

@@ -81,7 +81,9 @@ bool direct_write_fits(const Layout& layout);
 
 /// A blocking call the chooser marked `try_direct_write` (an automatic choice on one
 /// node other than shared_memory, which tries it inside its own path): direct_write on
-/// ctx's node; true when the call ran (as shared_memory). Collective over the node.
+/// ctx's node, pushing into heap buffers only where the node path's copy trials have
+/// decided for the kernel's copies (decided_large_copies); true when the call ran (as
+/// shared_memory). Collective over the node.
 /// `send_on_host`: as direct_write's.
 bool run_direct_write(CommContext& ctx, const Buffers& buffers, const Layout& layout,
                       bool send_on_host);
