@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 
 namespace agx::hier {
 namespace {
@@ -28,10 +29,21 @@ int copy_class_of(std::size_t mean) {
   return std::clamp(c, 0, copy_classes - 1);
 }
 
+namespace {
+
+// The way of a call that no trial decides (no kernel copies, AGX_CMA_MIN_BYTES, a block
+// below the trials' sizes); none where the class's trials do.
+std::optional<int> untimed_way(const HierContext& h, std::size_t mean) {
+  if (!h.cma) return 0;
+  if (const auto& forced = settings().cma_min_bytes) return mean >= *forced ? 1 : 0;
+  if (mean < trial_min_bytes) return 0;
+  return std::nullopt;
+}
+
+}  // namespace
+
 LargeCopies choose_large_copies(HierContext& h, std::size_t mean) {
-  if (!h.cma) return {};
-  if (const auto& forced = settings().cma_min_bytes) return {mean >= *forced ? 1 : 0, -1};
-  if (mean < trial_min_bytes) return {};
+  if (const std::optional<int> way = untimed_way(h, mean)) return {*way, -1};
   return pick_way(h, h.copy_trials.data(), copy_class_of(mean), plan, words);
 }
 
@@ -40,9 +52,7 @@ void record_trial(HierContext& h, const LargeCopies& c, double seconds) {
 }
 
 int decided_large_copies(const HierContext& h, std::size_t mean) {
-  if (!h.cma) return 0;
-  if (const auto& forced = settings().cma_min_bytes) return mean >= *forced ? 1 : 0;
-  if (mean < trial_min_bytes) return 0;
+  if (const std::optional<int> way = untimed_way(h, mean)) return *way;
   return h.copy_trials[static_cast<std::size_t>(copy_class_of(mean))].decided;
 }
 

@@ -13,8 +13,10 @@
 // AGX_CMA_MIN_BYTES=0 (the kernel's copies always, without trials) and expects the push
 // for heap buffers and the mixed case out of place (in place never), the usual path
 // where one rank's pushes fail, and
-// MPI_ERR_TRUNCATE for disagreeing counts on the heap; without `kernel` (AGX_CMA=0, or
-// the default trials, whose smallest size is above these cases' blocks) none.
+// MPI_ERR_TRUNCATE for disagreeing counts on the heap; without `kernel` none: AGX_CMA=0
+// pushes nothing, and with the default trials the blocks below their smallest size
+// (4 KiB) take no kernel copies while the 1 MiB case's one call is its size class's
+// first trial call, which stages (copy_choice.hpp).
 
 #include <agx/agx.hpp>
 #include <agx/allocate.hpp>
