@@ -277,10 +277,13 @@ bool direct_write(HierContext& h, const Buffers& buffers, const Layout& layout,
   mine.extent = extent;
   mine.total = total;
   mine.own = layout.bytes(me);
-  // Pushed into only out of place: in place there is no own copy to make with the
-  // writes, and single copy's read or staging ran 0.92-0.99x Open MPI's time at 2 ranks
-  // from 256 KiB against pushing's 0.95-1.07x (docs/hierarchy.md).
-  if (send_ok && !buffers.in_place) mine.address = reinterpret_cast<std::uintptr_t>(buffers.recv);
+  // In place, pushed into only where the node has 3 ranks or more: the own block, read
+  // once from memory, then goes to 2 peers or more from the cache. At 2 ranks there is
+  // no own copy to make with the writes and one peer to write to, and single copy's read
+  // or staging ran 0.92-0.99x Open MPI's time from 256 KiB against pushing's 0.95-1.07x;
+  // at 3 and 4 ranks pushing took 10-20% off at 16 MiB (docs/hierarchy.md).
+  if (send_ok && (!buffers.in_place || t.size >= 3))
+    mine.address = reinterpret_cast<std::uintptr_t>(buffers.recv);
   thread_local std::vector<Descriptor> all;
   const std::uint64_t gen = h.next_gen();
   exchange(h, gen, mine, all, "direct write: receive buffers");

@@ -11,12 +11,18 @@
 // Receive buffers on the heap are pushed by the kernel (process_vm_writev) where the copy
 // choice takes the kernel's copies: `test_direct_write kernel` runs with
 // AGX_CMA_MIN_BYTES=0 (the kernel's copies always, without trials) and expects the push
-// for heap buffers and the mixed case out of place (in place never), the usual path
+// for heap buffers and the mixed case out of place, and in place from 3 ranks on (at 2
+// ranks in place is never pushed: direct_write.cpp), the usual path
 // where one rank's pushes fail, and
 // MPI_ERR_TRUNCATE for disagreeing counts on the heap; without `kernel` none: AGX_CMA=0
 // pushes nothing, and with the default trials the blocks below their smallest size
 // (4 KiB) take no kernel copies while the 1 MiB case's one call is its size class's
 // first trial call, which stages (copy_choice.hpp).
+// `test_direct_write kernel-p2p` runs as `kernel` with a tuning file whose measured
+// winner is `direct` at every size (direct.tuning): every automatic call is then a
+// point-to-point choice that tries direct write first (lib/api/dispatch.cpp), so the
+// same expectations hold, except that the first call on a communicator writes directly
+// too (no node path is deferred).
 
 #include <agx/agx.hpp>
 #include <agx/allocate.hpp>
@@ -135,6 +141,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const std::string mode = argc > 1 ? argv[1] : "";
+  const bool p2p = mode == "kernel-p2p";  // automatic calls choose `direct` (see the header)
   unsigned salt = 1;
   // The first blocking `auto` call on a communicator whose choice is a node path runs
   // point-to-point and leaves the node state unmade (the first-call rule,
@@ -151,7 +158,7 @@ int main(int argc, char** argv) {
       agx::allgather_bytes(fresh, agx::Buffers{send.data(), region, false},
                            agx::Layout::uniform(size, block), agx::Options{});
       const bool direct = agx::hier::direct_write_calls() == before + 1;
-      if (direct != (call == 1 && size > 1))
+      if (direct != ((call == 1 || p2p) && size > 1))
         fail(std::string(comm == MPI_COMM_NULL ? "fresh communicator" : "MPI_COMM_WORLD") +
              ", call " + std::to_string(call + 1) + (direct ? ": ran" : ": did not run") + " by direct write");
       for (int r = 0; r < size; ++r)
@@ -201,8 +208,10 @@ int main(int argc, char** argv) {
     if (rank == 0) std::printf("reallocated regions at the previous address: %d of 11\n", reused);
   }
   // Whether heap receive buffers are pushed by the kernel here (see the header).
-  const bool kernel = mode == "kernel" && agx::hier::hier_context(agx::context(MPI_COMM_WORLD)).cma;
-  if (mode == "kernel" && !kernel && rank == 0)
+  const bool kernel_mode = mode == "kernel" || p2p;
+  const bool kernel = kernel_mode && agx::hier::hier_context(agx::context(MPI_COMM_WORLD)).cma;
+  const bool in_place_push = kernel && size >= 3;
+  if (kernel_mode && !kernel && rank == 0)
     std::printf("process_vm_writev unavailable here: heap buffers take the usual path\n");
   // Mixed: the last rank receives into ordinary memory, so nobody writes directly
   // (except by the kernel's push into that rank's buffer).
@@ -216,7 +225,7 @@ int main(int argc, char** argv) {
     run_case(c, ++salt, region, bytes, 64);
     c.in_place = true;
     c.name += " in place";
-    c.expect_direct = false;  // (in place, heap buffers are never pushed)
+    c.expect_direct = in_place_push;  // (in place, heap buffers are pushed from 3 ranks on)
     run_case(c, ++salt, region, bytes, 64);
     if (c.shared) agx::deallocate(region);
   }
@@ -225,9 +234,9 @@ int main(int argc, char** argv) {
   {
     const std::vector<Case> cases = {
         {"heap uniform", agx::Algorithm::automatic, false, false, false, kernel},
-        {"heap in place (never pushed)", agx::Algorithm::automatic, true, false, false, false},
+        {"heap in place", agx::Algorithm::automatic, true, false, false, in_place_push},
         {"heap v with zeros", agx::Algorithm::automatic, false, true, false, kernel},
-        {"heap v in place (never pushed)", agx::Algorithm::automatic, true, true, false, false},
+        {"heap v in place", agx::Algorithm::automatic, true, true, false, in_place_push},
         {"heap shared_memory", agx::Algorithm::shared_memory, false, false, false, kernel},
         {"heap ring (forced: never direct)", agx::Algorithm::ring, false, false, false, false},
         {"heap 1 MiB blocks", agx::Algorithm::automatic, false, false, false, kernel, 1 << 20},
