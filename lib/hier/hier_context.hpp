@@ -373,6 +373,7 @@ int leaders_for(const Topology& t);
 /// calls (core/nonblocking.hpp): this rank's own flag watermarks, or a peer, may wait for
 /// one of them (start(A); blocking call; wait(A) on one rank, start(A); wait(A) on
 /// another). While any runs, waiters yield instead of sleeping, so that MPI progresses.
+/// Spins `oversubscribed_spin` checks first on an oversubscribed node, else `default_spin`.
 template <class Pred, class Stalled>
 void wait_advancing(const HierContext& h, Pred ready, Stalled stalled) {
   const bool pending = detail::progress_pending();
@@ -382,7 +383,7 @@ void wait_advancing(const HierContext& h, Pred ready, Stalled stalled) {
                if (pending) detail::progress_all();
                return ready();
              },
-             stalled);
+             stalled, h.oversubscribed ? oversubscribed_spin : default_spin);
 }
 
 }  // namespace agx::hier
