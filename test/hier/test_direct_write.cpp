@@ -12,12 +12,11 @@
 // choice takes the kernel's copies: `test_direct_write kernel` runs with
 // AGX_CMA_MIN_BYTES=0 (the kernel's copies always, without trials) and expects the push
 // for heap buffers and the mixed case out of place, and in place from 3 ranks on (at 2
-// ranks in place is never pushed: direct_write.cpp), the usual path
-// where one rank's pushes fail, and
-// MPI_ERR_TRUNCATE for disagreeing counts on the heap; without `kernel` none: AGX_CMA=0
-// pushes nothing, and with the default trials the blocks below their smallest size
-// (4 KiB) take no kernel copies while the 1 MiB case's one call is its size class's
-// first trial call, which stages (copy_choice.hpp).
+// ranks in place is never pushed: direct_write.cpp), the usual path where one rank's
+// pushes fail, and MPI_ERR_TRUNCATE for disagreeing counts on the heap; without
+// `kernel` none: AGX_CMA=0 pushes nothing, and with the default trials the blocks below
+// their smallest size (4 KiB) take no kernel copies while the 1 MiB case's one call is
+// its size class's first trial call, which stages (copy_choice.hpp).
 // `test_direct_write kernel-p2p` runs as `kernel` with a tuning file whose measured
 // winner is `direct` at every size (direct.tuning): every automatic call is then a
 // point-to-point choice that tries direct write first (lib/api/dispatch.cpp), so the
