@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -246,6 +247,12 @@ thread_local std::vector<std::byte*> DirectWrites::bases_;
 bool direct_write_size(std::size_t mean_block) {
   const DirectSettings s = direct_settings();
   return s.enabled && mean_block >= s.min_bytes;
+}
+
+std::size_t direct_write_min_buffer() {
+  const DirectSettings s = direct_settings();
+  if (!s.enabled) return std::numeric_limits<std::size_t>::max();
+  return s.min_bytes > std::numeric_limits<std::size_t>::max() / 2 ? s.min_bytes : 2 * s.min_bytes;
 }
 
 std::uint64_t direct_write_calls() { return calls.load(std::memory_order_relaxed); }

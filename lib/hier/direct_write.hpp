@@ -92,6 +92,11 @@ bool run_direct_write(CommContext& ctx, const Buffers& buffers, const Layout& la
 /// serves (enabled, at least AGX_DIRECT_WRITE_MIN_BYTES).
 bool direct_write_size(std::size_t mean_block);
 
+/// The smallest receive buffer a call can write directly: two blocks of the least mean
+/// size direct write serves (0 with AGX_DIRECT_WRITE_MIN_BYTES=0); SIZE_MAX where
+/// direct write is off. MPI_Alloc_mem serves smaller requests from the MPI library.
+std::size_t direct_write_min_buffer();
+
 /// Calls that ran by direct write in this process (tests, agx_pmpi_direct_write_calls).
 std::uint64_t direct_write_calls();
 

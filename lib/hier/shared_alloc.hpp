@@ -1,16 +1,26 @@
 #pragma once
-// The registry behind agx::allocate (include/agx/allocate.hpp): which address ranges of
-// this process are shared regions (anonymous memory files), and the mappings this
-// process holds of other processes' regions.
+// The arena behind agx::allocate (include/agx/allocate.hpp) and the interposer's
+// MPI_Alloc_mem: memory that the node's other ranks can map, and the mappings this
+// process holds of other processes' memory.
 //
-// A region is named node-wide by (nonce, serial): a random 64-bit number drawn once per
-// process and a counter that never repeats within it, so a new region at the address of
-// a freed one never matches the old name. A peer maps a region by opening
-// /proc/<pid>/fd/<fd> (the owner keeps the descriptor open while the region lives),
+// The arena is a few anonymous memory files (chunks, `arena_chunk_bytes` each or one
+// request's size where that is larger), mapped once and handed out in pieces, best fit,
+// freed pieces merged with their free neighbours: an allocation and a free cost a few
+// map operations, no system call, and no page is touched before the program touches it
+// (no MAP_POPULATE; a reused piece keeps the pages it had, as malloc's do). A chunk whose
+// every piece is free is kept for later allocations while the kept ones hold at most
+// `arena_keep_bytes`, and goes back to the system beyond that.
+//
+// A chunk (a region) is named node-wide by (nonce, serial): a random 64-bit number drawn
+// once per process and a counter that never repeats within it, so a new chunk at the
+// address of a freed one never matches the old name. A peer maps a chunk by opening
+// /proc/<pid>/fd/<fd> (the owner keeps the descriptor open while the chunk lives),
 // checks the inode, and keeps the mapping in a small cache: up to `peer_cache_per_owner`
-// regions per owner, least recently used dropped first. A freed region that a peer
-// still maps stays valid memory for that peer (MAP_SHARED keeps the pages) until the
-// peer drops it; nothing a peer writes there can reach a later region.
+// chunks per owner, least recently used dropped first. A chunk that a peer still maps
+// after its owner released it stays valid memory for that peer (MAP_SHARED keeps the
+// pages) until the peer drops it; nothing a peer writes there can reach a later chunk.
+// Within a live chunk a peer writes only where the owner's descriptor of the current
+// call says (direct_write.cpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -37,20 +47,26 @@ struct SharedView {
 /// True when [p, p + bytes) lies inside one live region of this process (bytes 0: p itself).
 bool find_shared(const void* p, std::size_t bytes, SharedView& out);
 
-constexpr std::size_t peer_cache_per_owner = 4;
+constexpr std::size_t peer_cache_per_owner = 8;
+/// The arena's chunk size, and how many bytes of wholly free chunks it keeps.
+constexpr std::size_t arena_chunk_bytes = std::size_t{64} << 20;
+constexpr std::size_t arena_keep_bytes = std::size_t{256} << 20;
 
 /// The base of this process's mapping of a peer's region, mapped on first use (cached).
 /// Null when it cannot be mapped; `error` then says why.
 std::byte* map_peer_region(const RegionHandle& region, std::string& error);
 
-/// A new shared region of at least `bytes` (whole pages, at least one); null when no
-/// memory file can be made or mapped here.
-void* allocate_shared(std::size_t bytes) noexcept;
-/// Frees a region from allocate_shared (`p` its base); false when `p` is none.
+/// `bytes` (at least 1) of the arena at a multiple of `align` (a power of two; at least
+/// 64); null when no memory file can be made or mapped here.
+void* allocate_shared(std::size_t bytes, std::size_t align) noexcept;
+/// Frees what allocate_shared returned; false when `p` is none of its allocations.
 bool deallocate_shared(void* p) noexcept;
 
-/// Regions this process owns / peer regions it maps (agx-info, tests).
+/// Live allocations / the arena's memory files now / memory files made since the start /
+/// peer chunks this process maps (agx-info, tests).
 std::size_t owned_regions();
+std::size_t memory_files();
+std::uint64_t memory_files_made();
 std::size_t peer_mappings();
 
 /// Test seam (test/hier/test_direct_write.cpp): while set, map_peer_region fails in this

@@ -1,9 +1,13 @@
 // MPI_Alloc_mem and MPI_Free_mem (C and mpif.h / `use mpi` Fortran): memory from
-// agx::allocate's shared regions, so that receive buffers a program allocates this way
-// take the direct-write path of blocking all-gathers (docs/interposer.md). Every
-// MPI_Info key is ignored (agx reads none). Where no shared region can be made, with
-// AGX_DISABLE=1 or AGX_ALLOC_MEM=0, the MPI library's own PMPI_Alloc_mem serves the
-// call; MPI_Free_mem hands what agx did not allocate to PMPI_Free_mem.
+// agx::allocate's arena (hier/shared_alloc.hpp), so that receive buffers a program
+// allocates this way take the direct-write path of blocking all-gathers
+// (docs/interposer.md). An allocation and a free cost about what the MPI library's do:
+// a few map operations, no system call, no page touched. Requests smaller than any
+// buffer direct write can serve (hier::direct_write_min_buffer: 512 KiB by default) go
+// to the MPI library's own PMPI_Alloc_mem, as they would without agx; so do all of them
+// where no memory file can be made, with AGX_DISABLE=1 or AGX_ALLOC_MEM=0. Every
+// MPI_Info key is ignored (agx reads none). MPI_Free_mem hands what agx did not allocate
+// to PMPI_Free_mem.
 
 #include <mpi.h>
 
@@ -13,17 +17,23 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace agx::pmpi {
 namespace {
 
-bool serves_alloc() {
-  return settings().alloc_mem && !settings().disabled;
+// The least request agx's arena serves (settings are read once per process).
+std::size_t least_served() {
+  static const std::size_t least = settings().alloc_mem && !settings().disabled
+                                       ? hier::direct_write_min_buffer()
+                                       : std::numeric_limits<std::size_t>::max();
+  return least;
 }
 
 int alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) noexcept {
-  if (size > 0 && baseptr != nullptr && serves_alloc()) {
-    if (void* p = hier::allocate_shared(static_cast<std::size_t>(size))) {
+  if (size > 0 && baseptr != nullptr && static_cast<std::size_t>(size) >= least_served()) {
+    const std::size_t align = size >= 4096 ? 4096 : 64;  // (the pages of large buffers whole)
+    if (void* p = hier::allocate_shared(static_cast<std::size_t>(size), align)) {
       std::memcpy(baseptr, &p, sizeof p);  // baseptr points to a pointer (MPI's void*)
       return MPI_SUCCESS;
     }
@@ -74,5 +84,9 @@ AGX_FREE_MEM_F(MPI_FREE_MEM)
 
 /// Blocking all-gathers of this process that ran by direct write (tests).
 unsigned long long agx_pmpi_direct_write_calls(void) { return agx::hier::direct_write_calls(); }
+
+/// The arena's memory files made since the start, and its live allocations (tests).
+unsigned long long agx_pmpi_memory_files_made(void) { return agx::hier::memory_files_made(); }
+unsigned long long agx_pmpi_arena_allocations(void) { return agx::hier::owned_regions(); }
 
 }  // extern "C"
