@@ -13,14 +13,18 @@
 
 #include "hier/direct_write.hpp"
 #include "hier/shared_alloc.hpp"
+#include "pmpi/report.hpp"
 #include "pmpi/settings.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
 namespace agx::pmpi {
 namespace {
+
+std::atomic<unsigned long long> served{0}, served_bytes{0}, passed{0};  // (AGX_SUMMARY)
 
 // The least request agx's arena serves (settings are read once per process).
 std::size_t least_served() {
@@ -35,9 +39,12 @@ int alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) noexcept {
     const std::size_t align = size >= 4096 ? 4096 : 64;  // (the pages of large buffers whole)
     if (void* p = hier::allocate_shared(static_cast<std::size_t>(size), align)) {
       std::memcpy(baseptr, &p, sizeof p);  // baseptr points to a pointer (MPI's void*)
+      served.fetch_add(1, std::memory_order_relaxed);
+      served_bytes.fetch_add(static_cast<unsigned long long>(size), std::memory_order_relaxed);
       return MPI_SUCCESS;
     }
   }
+  passed.fetch_add(1, std::memory_order_relaxed);
   return PMPI_Alloc_mem(size, info, baseptr);  // also reports what is wrong with the arguments
 }
 
@@ -47,6 +54,12 @@ int free_mem(void* base) noexcept {
 }
 
 }  // namespace
+
+AllocCounts alloc_counts() {
+  return {served.load(std::memory_order_relaxed), served_bytes.load(std::memory_order_relaxed),
+          passed.load(std::memory_order_relaxed)};
+}
+
 }  // namespace agx::pmpi
 
 extern "C" {

@@ -226,6 +226,10 @@ void print_summary() {
   PMPI_Reduce(mine.seconds.data(), all.seconds.data(), n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   PMPI_Reduce(&mine.passthrough, &all.passthrough, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
               MPI_COMM_WORLD);
+  const AllocCounts a = alloc_counts();
+  const unsigned long long alloc_mine[3] = {a.served, a.bytes, a.passed};
+  unsigned long long alloc_all[3] = {0, 0, 0};
+  PMPI_Reduce(alloc_mine, alloc_all, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   int rank = 0, size = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -248,6 +252,13 @@ void print_summary() {
   std::snprintf(line, sizeof line, "agx summary: %-20s %14llu\n", "passed-to-MPI",
                 all.passthrough);
   text += line;
+  if (alloc_all[0] + alloc_all[2] > 0) {  // (worded so that no number follows the first word)
+    std::snprintf(line, sizeof line,
+                  "agx summary: MPI_Alloc_mem served by agx in %llu calls (%.1f MiB), by the MPI "
+                  "library in %llu\n",
+                  alloc_all[0], static_cast<double>(alloc_all[1]) / 1048576.0, alloc_all[2]);
+    text += line;
+  }
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
 }

@@ -39,6 +39,13 @@ void warn_once(MPI_Comm comm, const std::string& key, const std::string& message
 /// rank 0. Collective over MPI_COMM_WORLD; call it before PMPI_Finalize.
 void print_summary();
 
+/// MPI_Alloc_mem calls this process served from agx's arena (and their bytes), and
+/// those it handed to the MPI library (alloc_mem.cpp); AGX_SUMMARY prints their sums.
+struct AllocCounts {
+  unsigned long long served = 0, bytes = 0, passed = 0;
+};
+AllocCounts alloc_counts();
+
 }  // namespace agx::pmpi
 
 extern "C" {

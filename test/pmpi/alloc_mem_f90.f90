@@ -6,7 +6,7 @@ program alloc_mem_f90
   use mpi
   use, intrinsic :: iso_c_binding
   implicit none
-  integer, parameter :: n = 70000
+  integer, parameter :: n = 140000  ! (560,000 bytes a rank: at least a direct-write buffer)
   integer :: ierr, rank, nranks, i, r, failures, total, pass
   integer(kind=MPI_ADDRESS_KIND) :: bytes, address
   type(c_ptr) :: p
