@@ -12,11 +12,15 @@
 #include "core/config.hpp"
 #include "core/consistency.hpp"
 #include "core/idle_pool.hpp"
+#include "core/mpi_check.hpp"
 #include "core/nonblocking.hpp"
 #include "core/persistent.hpp"
+#include "core/select.hpp"
 #include "core/tls.hpp"
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,9 +43,11 @@ class Single final : public detail::Operation {
   Single(CommContext& ctx, const CallChoice& c, const Buffers& buffers, const Layout& layout)
       : Operation(c.algorithm, layout), ctx_(ctx.share()), call_choice_(c), buffers_(buffers) {}
 
-  /// An idle single call made this one (registered with the progress engine), or a new one.
+  /// An idle single call made this one (registered with the progress engine unless it
+  /// runs inside another operation that drives it: Deferred), or a new one.
   static detail::OperationPtr take(CommContext& ctx, const CallChoice& c,
-                                   const Buffers& buffers, const Layout& layout);
+                                   const Buffers& buffers, const Layout& layout,
+                                   bool registered = true);
 
  private:
   void do_start() override { call_.emplace(*ctx_, call_choice_, buffers_, layout(), nullptr); }
@@ -63,7 +69,7 @@ class Single final : public detail::Operation {
 };
 
 detail::OperationPtr Single::take(CommContext& ctx, const CallChoice& c,
-                                  const Buffers& buffers, const Layout& layout) {
+                                  const Buffers& buffers, const Layout& layout, bool registered) {
   Single* s = pool().take();
   if (s == nullptr) {
     s = new Single(ctx, c, buffers, layout);
@@ -74,7 +80,7 @@ detail::OperationPtr Single::take(CommContext& ctx, const CallChoice& c,
     s->buffers_ = buffers;
   }
   detail::OperationPtr op(s);
-  detail::progress_register(s);
+  if (registered) detail::progress_register(s);
   return op;
 }
 
@@ -113,6 +119,82 @@ class Persistent final : public detail::Operation {
   std::optional<StartedCall> call_;
 };
 
+/// A call on a communicator whose set-up is in flight (api/context.hpp, SetupInFlight):
+/// it starts once the set-up has made the context, in the order the calls were made on
+/// this rank (the same on every rank). A nonblocking call then runs as a Single; a
+/// persistent one makes its plan there, and each start runs it (a start made before the
+/// context waits in the same order). Its algorithm is known from then on.
+class Deferred final : public detail::Operation {
+ public:
+  Deferred(std::shared_ptr<SetupInFlight> setup, bool persistent, const Buffers& buffers,
+           const Layout& layout, const Options& options)
+      : Operation(AlgorithmChoice{}, layout), setup_(std::move(setup)), persistent_(persistent),
+        buffers_(buffers), options_(options) {
+    if (persistent_)  // the plan, in its place among the calls on this communicator
+      setup_->on_ready([this](CommContext& ctx) {
+        guarded_launch([&] {
+          const CallChoice c = choice_for(ctx, CallKind::persistent);
+          set_choice(c.algorithm);
+          inner_ = make_persistent(ctx, c);
+        });
+      });
+  }
+
+ private:
+  void do_start() override {
+    launched_ = false;
+    setup_->on_ready([this](CommContext& ctx) {
+      guarded_launch([&] {
+        if (!persistent_) {
+          const CallChoice c = choice_for(ctx, CallKind::nonblocking);
+          set_choice(c.algorithm);
+          // (not registered: this operation drives it, and its launch may run inside
+          // the progress engine's own loop)
+          inner_ = Single::take(ctx, c, buffers_, layout_copy(), false);
+        }
+        if (inner_) inner_->start();
+        launched_ = true;
+      });
+    });
+  }
+  bool do_test() override {
+    if (!setup_->advance()) return false;  // (the launches run there, or ran before)
+    if (failure_) std::rethrow_exception(failure_);
+    return launched_ && inner_->test();  // (not launched yet: an earlier call's start runs)
+  }
+  // Runs a launch, keeping its failure for this call's test (the set-up goes on for the
+  // calls after it).
+  template <class F>
+  void guarded_launch(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      failure_ = std::current_exception();
+    }
+  }
+  const Layout& layout_copy() const { return layout(); }
+  // The call's choice; a forced algorithm that cannot serve it (the interposer's
+  // AGX_ALGO, checked before the set-up only for its name and radix) falls back to the
+  // automatic choice, as the interposer's calls do.
+  CallChoice choice_for(CommContext& ctx, CallKind kind) {
+    try {
+      return choose_call(ctx, layout(), options_, buffers_.in_place, kind);
+    } catch (const Error&) {
+      if (options_.algorithm == Algorithm::automatic || !options_.use_environment) throw;
+      return choose_call(ctx, layout(), Options{Algorithm::automatic, false}, buffers_.in_place, kind);
+    }
+  }
+  detail::OperationPtr make_persistent(CommContext& ctx, const CallChoice& c);
+
+  std::shared_ptr<SetupInFlight> setup_;
+  bool persistent_;
+  Buffers buffers_;
+  Options options_;
+  detail::OperationPtr inner_;
+  std::atomic<bool> launched_{false};  // this start's launch ran (a persistent one: reset per start)
+  std::exception_ptr failure_;
+};
+
 /// The last blocking call of this thread with one block size, whose choice a repeated
 /// call of the same shape reuses: same communicator (still the same context: no
 /// context was deleted since), ranks, block bytes, in-place use and options. It skips
@@ -145,6 +227,27 @@ template <class Op>
 detail::OperationPtr make(CommContext& ctx, const CallChoice& c, const Buffers& buffers,
                           const Layout& layout) {
   detail::OperationPtr op(new Op(ctx, c, buffers, layout));
+  detail::progress_register(op.get());
+  return op;
+}
+
+detail::OperationPtr Deferred::make_persistent(CommContext& ctx, const CallChoice& c) {
+  return detail::OperationPtr(new Persistent(ctx, c, buffers_, layout()));  // (not registered: see do_start)
+}
+
+// A call on a communicator with no context yet that may begin a nonblocking set-up
+// (context.hpp): the Deferred operation that waits for it, or null (no set-up in flight
+// and none allowed). Checked as any call is, before anything moves.
+detail::OperationPtr deferred_call(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
+                                   const Options& options, bool persistent) {
+  int size = 0, rank = 0;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_call(size, rank, buffers, layout);
+  forced_choice(options, size);  // the option errors of any call (a bad radix, AGX_ALGO)
+  std::shared_ptr<SetupInFlight> setup = set_up_in_flight(comm, true);
+  if (setup == nullptr) return nullptr;
+  detail::OperationPtr op(new Deferred(std::move(setup), persistent, buffers, layout, options));
   detail::progress_register(op.get());
   return op;
 }
@@ -195,8 +298,15 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
   // A communicator not set up yet: its set-up is a collective that waits for every rank,
   // which a start must not do; the MPI library's own nonblocking all-gather serves the
   // call (api/library_call.hpp). AGX_CHECK's agreement synchronizes anyway: it sets up.
-  if (existing_context(comm) == nullptr && !config().check)
+  // A set-up that waits for no rank begins (or is in flight) where the interposer allows
+  // it; else the MPI library's own call serves this one.
+  if (existing_context(comm) == nullptr && !config().check) {
+    if (detail::OperationPtr op = deferred_call(comm, buffers, layout, options, false)) {
+      op->start();
+      return Request(std::move(op));
+    }
     return Request(start_library_call(comm, buffers, layout, options));
+  }
   CommContext& ctx = checked_context(comm, buffers, layout);
   const CallChoice c = choose_call(ctx, layout, options, buffers.in_place, CallKind::nonblocking);
   if (config().check) check_consistency(ctx, layout, c.algorithm, buffers.in_place);  // synchronizing
@@ -209,6 +319,11 @@ Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& l
                           const Options& options) {
   check_config();
   detail::progress_from_environment();
+  // The plan of a communicator not set up yet waits for no rank where a set-up in
+  // flight serves it (as a start would); else the set-up is made here, collectively.
+  if (existing_context(comm) == nullptr && !config().check)
+    if (detail::OperationPtr op = deferred_call(comm, buffers, layout, options, true))
+      return Plan(std::move(op));
   CommContext& ctx = checked_context(comm, buffers, layout);
   const CallChoice c = choose_call(ctx, layout, options, buffers.in_place, CallKind::persistent);
   if (config().check) check_consistency(ctx, layout, c.algorithm, buffers.in_place);  // once, at planning

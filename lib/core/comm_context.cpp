@@ -106,6 +106,11 @@ CommContext& CommContext::attach(MPI_Comm user_comm, MPI_Comm comm, Selector* se
   return ctx;
 }
 
+std::shared_ptr<CommContext> CommContext::detached(MPI_Comm comm, Selector* selector,
+                                                   std::unique_ptr<NodeState> node) {
+  return std::shared_ptr<CommContext>(new CommContext(comm, selector, std::move(node)));
+}
+
 std::uint64_t CommContext::deletions() { return agx::deletions.load(std::memory_order_acquire); }
 
 CommContext* CommContext::find(MPI_Comm user_comm) {

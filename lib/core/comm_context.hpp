@@ -53,6 +53,10 @@ class CommContext : public std::enable_shared_from_this<CommContext> {
   /// the private communicator (owned from now on), `node` the node layer's state.
   static CommContext& attach(MPI_Comm user_comm, MPI_Comm comm, Selector* selector,
                              std::unique_ptr<NodeState> node);
+  /// A context attached to no user communicator (its user freed it while a nonblocking
+  /// set-up ran, api/context.hpp): only the calls that hold it keep it.
+  static std::shared_ptr<CommContext> detached(MPI_Comm comm, Selector* selector,
+                                               std::unique_ptr<NodeState> node);
   /// A reference that keeps this state alive after the user's communicator is freed.
   std::shared_ptr<CommContext> share() { return shared_from_this(); }
   /// The context of `user_comm` if it has one; never creates (local, no communication).

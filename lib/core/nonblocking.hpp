@@ -77,6 +77,9 @@ class Operation {
   /// An operation taken again from a pool (not active): a new call's algorithm and
   /// layout, no start counted, no failure kept.
   void reuse(const AlgorithmChoice& a, const Layout& layout);
+  /// The algorithm chosen after the operation was made (a call that waited for its
+  /// communicator's set-up, api/entry.cpp).
+  void set_choice(const AlgorithmChoice& a) { choice_ = a; }
 
  private:
   void set_active(bool on);

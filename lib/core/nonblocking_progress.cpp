@@ -5,7 +5,9 @@
 // AGX_PROGRESS_THREAD=1), which needs MPI_THREAD_MULTIPLE and stops at MPI_Finalize.
 //
 // Locks: registry_mutex, then an operation's mutex by try_lock only — never the other
-// way round, so the owner and the thread cannot deadlock.
+// way round, so the owner and the thread cannot deadlock. registry_mutex is recursive:
+// an operation advanced here may start another one (a call that waited for its
+// communicator's set-up, api/entry.cpp), whose start may advance the others.
 
 #include "core/nonblocking.hpp"
 
@@ -22,13 +24,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <mutex>
 #include <thread>
 
 namespace agx {
 namespace detail {
 namespace {
 
-std::mutex registry_mutex;
+std::recursive_mutex registry_mutex;
 std::vector<Operation*> registry;
 std::atomic<int> running{0};
 
@@ -96,7 +99,8 @@ int progress_all() noexcept {
   if (running.load(std::memory_order_relaxed) == 0) return 0;
   std::lock_guard lock(registry_mutex);
   int active = 0;
-  for (Operation* op : registry) {
+  for (std::size_t i = 0; i < registry.size(); ++i) {  // (by index: an operation may register another)
+    Operation* op = registry[i];
     op->try_progress();
     active += op->active() ? 1 : 0;
   }

@@ -265,6 +265,13 @@ AlgorithmChoice pick_algorithm(const PreparedCall& p) {
 }
 
 Options pick_nonblocking_options(const PreparedCall& p) {
+  // A communicator with no context yet: the call waits for a set-up that waits for no
+  // rank (api/context.hpp), and the choice is made once it is done; AGX_ALGO goes with it
+  // (where it cannot serve the call, the call falls back to the automatic choice there).
+  if (CommContext::find(p.c.comm) == nullptr) {
+    if (const auto& f = forced()) return Options{f->id, true, f->radix};
+    return Options{Algorithm::automatic, false};
+  }
   const AlgorithmChoice a = pick_algorithm(p);  // AGX_ALGO when it can serve (else one warning)
   if (forced() && a == *forced()) return Options{a.id, true, a.radix};
   return Options{Algorithm::automatic, false};  // lets libagx pick a schedule that runs in pieces
@@ -409,15 +416,18 @@ bool ready_for_nonblocking(MPI_Comm comm, const char* function) {
   const InsideAgx guard;
   bool ready = false;
   try {
-    const CommContext* ctx = CommContext::find(comm);
-    ready = ctx != nullptr;  // set up whole by a blocking call (api/context.hpp)
+    // Set up (by a blocking call, or a nonblocking set-up that ended), or a set-up that
+    // waits for no rank may begin or is in flight (api/context.hpp, SetupInFlight).
+    ready = CommContext::find(comm) != nullptr || nonblocking_set_up_allowed() ||
+            set_up_in_flight(comm, false) != nullptr;
   } catch (...) {  // the MPI library reports what is wrong with comm
   }
   if (ready) return true;
   record_passthrough();
   announce_passthrough(comm, function,
-                       "no blocking all-gather on this communicator yet (agx sets a "
-                       "communicator up inside a blocking call)");
+                       "no blocking all-gather on this communicator yet, and a set-up that "
+                       "waits for no rank is off here (an attribute key with a copy callback, "
+                       "the Fortran bindings loaded, AGX_CHECK or AGX_NODE_DETECT=mpi)");
   return false;
 }
 
