@@ -15,6 +15,15 @@ namespace agx::python {
 
 namespace {
 
+// In place: `send` is None, or mpi4py's MPI.IN_PLACE (an mpi4py.MPI.InPlace), which an
+// mpi4py user writes first; recognised by its type, so that agx needs no mpi4py import.
+bool is_in_place(py::handle send) {
+  if (send.is_none()) return true;
+  const py::handle type = py::type::handle_of(send);
+  return py::str(type.attr("__name__")).cast<std::string>() == "InPlace" &&
+         py::str(type.attr("__module__")).cast<std::string>() == "mpi4py.MPI";
+}
+
 /// str(obj) in Python.
 std::string text(py::handle obj) { return py::str(obj).cast<std::string>(); }
 
@@ -172,7 +181,7 @@ Call uniform_call(py::handle comm, py::handle send, py::handle recv,
   c.options = to_options(algorithm);
   c.nranks = comm_size(c.comm);
   const auto n = static_cast<std::size_t>(c.nranks);
-  if (send.is_none()) {  // in place
+  if (is_in_place(send)) {  // in place
     if (recv.is_none()) throw py::value_error("agx: in place (send=None) needs recv");
     py::array r = as_array(recv, "recv", true);
     const auto items = static_cast<std::size_t>(r.size());
@@ -212,7 +221,7 @@ Call varying_call(py::handle comm, py::handle send, py::handle recv, py::handle 
   c.options = to_options(algorithm);
   c.nranks = comm_size(c.comm);
   const int rank = comm_rank(c.comm);
-  const bool in_place = send.is_none();
+  const bool in_place = is_in_place(send);
   if (in_place && recv.is_none()) throw py::value_error("agx: in place (send=None) needs recv");
   std::optional<py::array> s;  // py::array{} would allocate an array
   if (!in_place) s = as_array(send, "send", false);

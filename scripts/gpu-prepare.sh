@@ -18,7 +18,7 @@ set -euo pipefail
 kit=${1:-shared/gpu-kit}
 mkdir -p "$kit/debs" "$kit/root"
 kit=$(cd "$kit" && pwd)
-top="openmpi-bin libopenmpi-dev libhwloc-dev meson ninja-build pkgconf libcatch2-dev"
+top="openmpi-bin libopenmpi-dev libhwloc-dev meson ninja-build pkgconf catch2"
 skip='^(libc6|libc6-dev|libgcc-s1|libstdc\+\+6|libstdc\+\+-.*-dev|gcc.*|g\+\+.*|cpp.*|python3.*|libpython3.*|perl.*|libperl.*|debconf.*|dpkg|tar|sensible-utils|libc-dev-bin|linux-libc-dev|libcrypt.*|zlib1g.*|libzstd1|liblzma5|libbz2-1.0|libssl3|libexpat1|libffi8|mime-support|media-types|tzdata|readline-common|libreadline8|libsqlite3-0|libncursesw6|libtinfo6|libdb5.3|libuuid1|libselinux1|libpcre2-8-0|libgfortran5|gfortran.*|libquadmath0|libgomp1|libatomic1|libasan8|libtsan2|libubsan1|liblsan0|libitm1|libhwasan0|libcc1-0|binutils.*|libbinutils|libctf.*|libgprofng0|libjansson4|libisl23|libmpc3|libmpfr6|libgmp10|libsframe0|flang.*|libflang.*|libllvm.*|libclang.*|libmlir.*|clang.*|llvm.*|lld.*|libpam.*|openssh.*|libobjc.*|libgc1|libz3-.*|libgcc-[0-9]+-dev|libasan[0-9]+|libtsan[0-9]+|libgfortran-[0-9]+-dev)$'
 pkgs=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
          --no-replaces --no-enhances $top | grep -E '^[a-z0-9]' | sort -u | grep -Ev "$skip" || true)

@@ -11,6 +11,7 @@ packages=(build-essential pkg-config meson ninja-build
           python3-dev pybind11-dev python3-numpy python3-mpi4py python3-pytest  # python/, test/python
           slurmctld slurmd slurm-client munge       # test/slurm (starts its own private daemons)
           libsimgrid-dev                            # test/sim (smpicxx, smpirun)
+          iproute2 procps                           # test/cluster (ip netns), Slurm scripts (pgrep, ps)
           valgrind)                                 # test/sanitizers (memcheck run)
 missing=()
 for p in "${packages[@]}"; do

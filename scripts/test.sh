@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds agx three times, runs the tests, and
-# ends with one line "agx tests: N passed, N failed, N skipped". What runs where, with its
+# ends with one line "N passed, N failed, N skipped". What runs where, with its
 # serial seconds on a 2-core machine (from the meson and ninja logs of a run on a shared
 # one, less what this layout leaves out; the whole script 1693 s in CI while every test
 # ran alone, 1368 s on a fresh clone here since they run two at a time):
@@ -156,6 +156,6 @@ for path in sys.argv[1:]:
             failures.append(f"{path}: {t['name']} {r} after {t.get('duration', 0):.0f} s")
 for f in failures:  # named last, so that a log's tail says what failed
     print("failed:", f)
-print(f"agx tests: {passed} passed, {failed} failed, {skipped} skipped")
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $status

@@ -172,7 +172,12 @@ void read_device(Reader& r, DeviceSettings& s) {
     s.chunk_bytes = *v;
   if (auto v = r.count("AGX_CUDA_STAGING_BYTES", 4096, 1ull << 40, "a byte count from 4096 to 2^40"))
     s.staging_bytes = *v;
-  if (const char* a = r.text("AGX_CUDA_AWARE_MPI")) s.mpi_aware = std::string(a) != "0";
+  if (const char* a = r.text("AGX_CUDA_AWARE_MPI")) {  // 1 or 0 (also yes/no, true/false, on/off)
+    const std::string v = a;
+    if (v == "1" || v == "yes" || v == "true" || v == "on") s.mpi_aware = true;
+    else if (v == "0" || v == "no" || v == "false" || v == "off") s.mpi_aware = false;
+    else r.invalid("AGX_CUDA_AWARE_MPI", a, "is not 1 or 0");
+  }
   if (const char* o = r.text("AGX_CUDA")) s.off = std::string(o) == "off" || std::string(o) == "0";
 }
 

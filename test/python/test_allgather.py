@@ -82,6 +82,25 @@ def test_in_place(comm, algorithm):
     assert same(recv, gathered(comm.size, n, np.int64))
 
 
+def test_mpi4py_in_place(comm):
+    """mpi4py's MPI.IN_PLACE as the send argument is in place, as None is."""
+    from mpi4py import MPI
+    n = 5
+    recv = sentinel(comm.size * n, np.int32)
+    recv[comm.rank * n:(comm.rank + 1) * n] = block(comm.rank, n, np.int32)
+    assert agx.allgather(comm, MPI.IN_PLACE, recv) is recv
+    assert same(recv, gathered(comm.size, n, np.int32))
+    counts, displs, length = [n] * comm.size, [r * n for r in range(comm.size)], comm.size * n
+    recv = sentinel(length, np.int32)
+    recv[comm.rank * n:(comm.rank + 1) * n] = block(comm.rank, n, np.int32)
+    agx.allgatherv(comm, MPI.IN_PLACE, recv, counts, displs)
+    assert same(recv, gathered(comm.size, n, np.int32))
+    recv = sentinel(comm.size * n, np.int32)
+    recv[comm.rank * n:(comm.rank + 1) * n] = block(comm.rank, n, np.int32)
+    agx.start(comm, MPI.IN_PLACE, recv).wait()
+    assert same(recv, gathered(comm.size, n, np.int32))
+
+
 def test_other_buffer_objects(comm):
     send = bytearray(block(comm.rank, 10, np.uint8).tobytes())
     recv = bytearray(comm.size * 10)
