@@ -88,7 +88,10 @@ class SetupInFlight {
 
  private:
   void step();  // one stage further, under mutex_, once its request completed
-  mutable std::mutex mutex_;
+  // Recursive: MPICH frees the user's communicator (and calls orphan()) only once the
+  // idup that holds it ends, which is inside advance()'s own MPI_Test.
+  mutable std::recursive_mutex mutex_;
+  bool testing_ = false;  // advance() is inside MPI_Test (under mutex_)
   MPI_Comm user_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Request request_ = MPI_REQUEST_NULL;

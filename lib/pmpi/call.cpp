@@ -375,8 +375,10 @@ std::optional<EncodedRequest> start_compressed(const PreparedCall& p, const Opti
   // Nothing here may wait for the other ranks (ready_for_nonblocking): the memory kinds
   // must be known to be host on every rank without the blocking call's allreduce, and
   // the compression rule must be decided without agreeing on the compressor's speed.
-  CommContext& ctx = context(p.c.comm);
-  if (!cuda::host_only(ctx) || !codec::packer_known_locally(p.c.comm, *e)) return std::nullopt;
+  // A communicator whose set-up has not ended (in flight or not begun): uncompressed.
+  CommContext* ctx = CommContext::find(p.c.comm);
+  if (ctx == nullptr || !cuda::host_only(*ctx) || !codec::packer_known_locally(p.c.comm, *e))
+    return std::nullopt;
   EncodedRequest r =
       p.layout.is_uniform()
           ? start_encoded_allgather_bytes(p.c.comm, p.buffers.in_place ? nullptr : p.buffers.send,
