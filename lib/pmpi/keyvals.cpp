@@ -53,4 +53,13 @@ int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_at
   return PMPI_Comm_create_keyval(copy, del, keyval, extra);
 }
 
+// MPI-1's form, deprecated (both libraries still declare and offer it).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+int MPI_Keyval_create(MPI_Copy_function* copy, MPI_Delete_function* del, int* keyval, void* extra) {
+  if (copy != MPI_NULL_COPY_FN) agx::pmpi::note_copy_callback();
+  return PMPI_Keyval_create(copy, del, keyval, extra);
+}
+#pragma GCC diagnostic pop
+
 }  // extern "C"
