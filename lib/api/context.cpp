@@ -229,11 +229,6 @@ void SetupInFlight::on_ready(std::function<void(CommContext&)> launch) {
   launch(*ctx);
 }
 
-std::shared_ptr<CommContext> SetupInFlight::context() const {
-  std::lock_guard lock(mutex_);
-  return ctx_;
-}
-
 void SetupInFlight::step() {
   switch (stage_) {
     case 0: {  // the private communicator is made: every rank's record
@@ -263,7 +258,7 @@ void SetupInFlight::step() {
       stage_ = 2;
       return;
     }
-    default:
+    default:  // (2) rank 0's tuning text is in
       stage_ = 3;
   }
 }

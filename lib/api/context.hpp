@@ -81,8 +81,6 @@ class SetupInFlight {
   bool advance();
   /// `launch(context)` once the context is made, after the calls registered before it.
   void on_ready(std::function<void(CommContext&)> launch);
-  /// The context once made (null before).
-  std::shared_ptr<CommContext> context() const;
   /// The user's communicator was freed (its attribute's delete callback).
   void orphan();
 

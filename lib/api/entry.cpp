@@ -143,6 +143,13 @@ class Deferred final : public detail::Operation {
  private:
   void do_start() override {
     launched_ = false;
+    if (ready_) {  // a plan's later starts: its own, at once (no launch to queue)
+      guarded_launch([&] {
+        if (inner_) inner_->start();
+        launched_ = true;
+      });
+      return;
+    }
     setup_->on_ready([this](CommContext& ctx) {
       guarded_launch([&] {
         if (!persistent_) {
@@ -150,7 +157,7 @@ class Deferred final : public detail::Operation {
           set_choice(c.algorithm);
           // (not registered: this operation drives it, and its launch may run inside
           // the progress engine's own loop)
-          inner_ = Single::take(ctx, c, buffers_, layout_copy(), false);
+          inner_ = Single::take(ctx, c, buffers_, layout(), false);
         }
         if (inner_) inner_->start();
         launched_ = true;
@@ -158,7 +165,10 @@ class Deferred final : public detail::Operation {
     });
   }
   bool do_test() override {
-    if (!setup_->advance()) return false;  // (the launches run there, or ran before)
+    if (!ready_) {
+      if (!setup_->advance()) return false;  // (the launches run there, or ran before)
+      ready_ = true;
+    }
     if (failure_) std::rethrow_exception(failure_);
     return launched_ && inner_->test();  // (not launched yet: an earlier call's start runs)
   }
@@ -172,7 +182,6 @@ class Deferred final : public detail::Operation {
       failure_ = std::current_exception();
     }
   }
-  const Layout& layout_copy() const { return layout(); }
   // The call's choice; a forced algorithm that cannot serve it (the interposer's
   // AGX_ALGO, checked before the set-up only for its name and radix) falls back to the
   // automatic choice, as the interposer's calls do.
@@ -192,6 +201,7 @@ class Deferred final : public detail::Operation {
   Options options_;
   detail::OperationPtr inner_;
   std::atomic<bool> launched_{false};  // this start's launch ran (a persistent one: reset per start)
+  bool ready_ = false;  // the set-up has ended and every launch queued before it ran
   std::exception_ptr failure_;
 };
 
@@ -295,11 +305,11 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
                               const Options& options) {
   check_config();
   detail::progress_from_environment();
-  // A communicator not set up yet: its set-up is a collective that waits for every rank,
-  // which a start must not do; the MPI library's own nonblocking all-gather serves the
-  // call (api/library_call.hpp). AGX_CHECK's agreement synchronizes anyway: it sets up.
-  // A set-up that waits for no rank begins (or is in flight) where the interposer allows
-  // it; else the MPI library's own call serves this one.
+  // A communicator not set up yet: the blocking set-up waits for every rank, which a start
+  // must not do. A set-up that waits for no rank begins (or is in flight) where the
+  // interposer allows it (context.hpp); else the MPI library's own nonblocking all-gather
+  // serves the call (api/library_call.hpp). AGX_CHECK's agreement synchronizes anyway: it
+  // sets up.
   if (existing_context(comm) == nullptr && !config().check) {
     if (detail::OperationPtr op = deferred_call(comm, buffers, layout, options, false)) {
       op->start();

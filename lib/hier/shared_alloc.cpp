@@ -323,12 +323,6 @@ std::size_t owned_regions() {
   return r.live.size() - r.recent_count;
 }
 
-std::size_t memory_files() {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  return r.chunks.size();
-}
-
 std::uint64_t memory_files_made() {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);

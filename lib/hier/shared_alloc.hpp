@@ -62,10 +62,9 @@ void* allocate_shared(std::size_t bytes, std::size_t align) noexcept;
 /// Frees what allocate_shared returned; false when `p` is none of its allocations.
 bool deallocate_shared(void* p) noexcept;
 
-/// Live allocations / the arena's memory files now / memory files made since the start /
-/// peer chunks this process maps (agx-info, tests).
+/// Live allocations / memory files made since the start / peer chunks this process maps
+/// (tests, agx_pmpi_* counters).
 std::size_t owned_regions();
-std::size_t memory_files();
 std::uint64_t memory_files_made();
 std::size_t peer_mappings();
 
