@@ -56,6 +56,31 @@ def variants(path=DEF, kinds=("AGX_PLANNER",)):
     return out
 
 
+def parse_choice(text, path=DEF):
+    """(name, radix) of AGX_ALGO's syntax, "name" or "name:k=K", with the default radix
+    filled in (0 for algorithms without one; "auto" is (auto, 0)), as
+    agx::parse_algorithm_choice reads it. Raises ValueError with the reason when the text
+    does not parse."""
+    name, colon, rest = text.partition(":")
+    known = {n: default for _, n, default, _ in entries(path)}
+    known["auto"] = 0
+    if name not in known:
+        raise ValueError(f"'{name}' names no algorithm (known: {', '.join(sorted(known))})")
+    radix = known[name]
+    if not colon:
+        return name, radix
+    if radix == 0:
+        raise ValueError(f"algorithm '{name}' takes no parameters")
+    for item in rest.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or key != "k":
+            raise ValueError(f"'{item}' is not k=K (the parameter of '{name}')")
+        if not value.isdigit() or int(value) < 2:
+            raise ValueError(f"k='{value}' for '{name}': the radix must be a whole number, 2 or more")
+        radix = int(value)
+    return name, radix
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("list", choices=["planners", "variants", "node-paths"])

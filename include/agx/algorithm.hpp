@@ -58,6 +58,12 @@ std::string_view to_string(Algorithm a);
 /// "bruck:k=4"; the default radix is left out ("bruck").
 std::string to_string(const AlgorithmChoice& c);
 
+/// The name with every parameter, the default radix included ("bruck:k=2",
+/// "locality_bruck:k=8", "ring"): what reports of what ran print (AGX_VERBOSE,
+/// AGX_SUMMARY), so that a reader sees the radix without knowing the defaults.
+/// parse_algorithm_choice reads it back.
+std::string full_name(const AlgorithmChoice& c);
+
 /// Parses a name from the registry (exact match); nullopt when unknown.
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 

@@ -54,6 +54,8 @@ class Request {
   bool active() const;
   /// The algorithm this call runs.
   Algorithm algorithm() const;
+  /// The algorithm this call runs with its parameters (the radix: full_name() prints it).
+  AlgorithmChoice choice() const;
 
  private:
   detail::OperationPtr op_;
@@ -84,6 +86,8 @@ class Plan {
   bool active() const;
   /// The algorithm every start runs.
   Algorithm algorithm() const;
+  /// The algorithm every start runs with its parameters (the radix).
+  AlgorithmChoice choice() const;
   /// How many times start() has been called.
   std::uint64_t starts() const;
 

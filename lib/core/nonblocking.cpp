@@ -177,6 +177,7 @@ void Request::wait() {
 }
 bool Request::active() const { return op_ && op_->active(); }
 Algorithm Request::algorithm() const { return op_ ? op_->algorithm() : Algorithm::automatic; }
+AlgorithmChoice Request::choice() const { return op_ ? op_->choice() : AlgorithmChoice{}; }
 
 Plan::Plan(detail::OperationPtr op) : op_(std::move(op)) {}
 Plan::~Plan() { wait_quietly(op_.get(), "agx::Plan"); }
@@ -201,6 +202,7 @@ void Plan::wait() {
 }
 bool Plan::active() const { return op_ && op_->active(); }
 Algorithm Plan::algorithm() const { return op_ ? op_->algorithm() : Algorithm::automatic; }
+AlgorithmChoice Plan::choice() const { return op_ ? op_->choice() : AlgorithmChoice{}; }
 std::uint64_t Plan::starts() const { return op_ ? op_->starts() : 0; }
 
 }  // namespace agx

@@ -122,6 +122,14 @@ std::string to_string(const AlgorithmChoice& c) {
   return s;
 }
 
+std::string full_name(const AlgorithmChoice& c) {
+  std::string s(to_string(c.id));
+  const auto i = static_cast<std::size_t>(c.id);
+  if (i < std::size(entries) && entries[i].info.default_radix != 0)
+    s += ":k=" + std::to_string(c.radix != 0 ? c.radix : entries[i].info.default_radix);
+  return s;
+}
+
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
   for (const auto& e : entries)
     if (e.info.name == name) return e.info.id;

@@ -103,7 +103,7 @@ void announce(const CommContext& ctx, Path p, const AlgorithmChoice& a, const ch
   last_ran = ran;
   static std::set<std::string> said;
   if (!config().verbose || ctx.rank() != 0) return;  // AGX_VERBOSE (core/config.hpp)
-  const std::string line = std::string(to_string(p)) + "/" + to_string(a) + note;
+  const std::string line = std::string(to_string(p)) + "/" + full_name(a) + note;
   if (said.insert(line).second)
     std::fprintf(stderr, "agx: device buffers: path %s\n", line.c_str());
 }

@@ -6,7 +6,14 @@
 // world and a reversed copy), each call twice back to back with different data:
 // the receive buffer must hold exactly the analytic pattern of every block, gaps and
 // guards around the buffer must be untouched. `shared_memory` must run on one node and
-// refuse several. Usage: test_hier [expected_nodes]  (checked on the world communicator)
+// refuse several. Usage: test_hier [expected_nodes] [--expect-inter NAME[:k=K]
+// [--radix-takes-effect]] (checked on the world communicator). With --expect-inter, every
+// hierarchical call on the world communicator must have planned its inter-node stage with
+// that algorithm and radix (the default radix where none is given; a NAME that does not
+// parse fails); with --radix-takes-effect the radix must also make a difference at the
+// world's node count (bruck: k < nodes; locality_bruck: k < nodes and k divides them,
+// else its schedule is Bruck's k = 2 or one group round): a run meant to show a radix
+// fails where it would pass on another schedule.
 
 #include <agx/agx.hpp>
 
@@ -18,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +106,34 @@ int nodes_of(MPI_Comm comm) {
   return agx::hier::hier_context(agx::context(comm)).topo.nnodes;
 }
 
+// Why radix `c.radix` makes no difference to c's schedule over `nodes` nodes; empty
+// when it does (lib/core/planners/bruck.cpp, locality_bruck.cpp).
+std::string radix_without_effect(const agx::AlgorithmChoice& c, int nodes) {
+  const std::string k = std::to_string(c.radix), g = std::to_string(nodes);
+  if (c.radix == 0) return {};
+  if (c.radix >= nodes) return "k=" + k + " >= " + g + " nodes: one round whatever k";
+  if (c.id == agx::Algorithm::locality_bruck && nodes % c.radix != 0)
+    return "k=" + k + " does not divide " + g + " nodes: Bruck's k=2 runs";
+  return {};
+}
+
+// --expect-inter: the inter-node choice of every hierarchical plan of `h` (at least one).
+void check_inter(agx::hier::HierContext& h, const agx::AlgorithmChoice& want, bool radix_effect,
+                 int nodes, int me) {
+  if (const std::string why = radix_without_effect(want, nodes); radix_effect && !why.empty())
+    fail(me, "--radix-takes-effect: " + agx::full_name(want) + " on " + std::to_string(nodes) +
+                 " nodes: " + why);
+  int plans = 0;
+  for (const auto& [key, plan] : h.node_schedules) {
+    if (key.first != agx::Algorithm::hierarchical) continue;
+    ++plans;
+    if (key.second != want)
+      fail(me, "a hierarchical call ran " + agx::full_name(key.second) + " between nodes instead of " +
+                   agx::full_name(want));
+  }
+  if (plans == 0) fail(me, "--expect-inter: no hierarchical call was planned on the world communicator");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,8 +145,20 @@ int main(int argc, char** argv) {
   MPI_Comm_split(MPI_COMM_WORLD, 0, n - 1 - me, &reversed);
 
   const int world_nodes = nodes_of(MPI_COMM_WORLD), reversed_nodes = nodes_of(reversed);
-  if (argc > 1 && world_nodes != std::atoi(argv[1]))
-    fail(me, "expected " + std::string(argv[1]) + " nodes, topology has " + std::to_string(world_nodes));
+  std::optional<agx::AlgorithmChoice> expect_inter;
+  bool radix_effect = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--radix-takes-effect") {
+      radix_effect = true;
+    } else if (a == "--expect-inter" && i + 1 < argc) {
+      std::string why;
+      expect_inter = agx::parse_algorithm_choice(argv[++i], &why);
+      if (!expect_inter) fail(me, "--expect-inter " + std::string(argv[i]) + ": " + why);
+    } else if (world_nodes != std::atoi(argv[i])) {
+      fail(me, "expected " + a + " nodes, topology has " + std::to_string(world_nodes));
+    }
+  }
   // Ranks of different (virtual) nodes never share a node communicator.
   // The node communicator is made on first use (collective over the communicator).
   agx::hier::HierContext& h = agx::hier::hier_context(agx::context(MPI_COMM_WORLD));
@@ -164,6 +212,9 @@ int main(int argc, char** argv) {
                    " / " + std::to_string(h.done_ahead()) +
                    " finished calls ahead of the ready / done watermark");
   }
+
+  if (expect_inter) check_inter(h, *expect_inter, radix_effect, world_nodes, me);
+  else if (radix_effect) fail(me, "--radix-takes-effect needs --expect-inter");
 
   MPI_Comm_free(&reversed);  // frees its segment and communicators (attribute callback)
   int total = 0;

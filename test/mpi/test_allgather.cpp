@@ -12,8 +12,9 @@
 //
 // Options: --quick (smaller matrix for oversubscribed runs: no count 131075, no
 // complex<double>), --large-on-world (the whole matrix on the world communicator, the quick
-// one on the reversed and split ones: the high rank counts), --expect-algo NAME (auto calls
-// must run NAME: used with AGX_ALGO), --expect-bad-algo (AGX_ALGO is invalid).
+// one on the reversed and split ones: the high rank counts), --expect-algo NAME[:k=K] (auto
+// calls must run NAME with radix K, the default radix where none is given: used with
+// AGX_ALGO; a NAME that does not parse fails the run), --expect-bad-algo (AGX_ALGO is invalid).
 
 #include <agx/agx.hpp>
 
@@ -37,7 +38,7 @@ namespace {
 int world_rank = 0;
 long passed = 0, failed = 0;
 unsigned salt_counter = 1;
-std::optional<Algorithm> expect_auto;
+std::optional<agx::AlgorithmChoice> expect_auto;
 
 struct Context {
   MPI_Comm comm;
@@ -84,10 +85,29 @@ bool check_image(const Context& c, int n, Guarded& recv, const std::vector<std::
 // What the call must run: the forced algorithm; for auto, what --expect-algo names (with
 // AGX_ALGO) or else what the selector predicts for this very call (agx::choose_algorithm,
 // the choice agx-info prints), asked before the call. Auto never reports `auto` itself.
-Algorithm expected_algorithm(const Context& c, const agx::Layout& layout) {
+// With --expect-algo the choice the call makes must also carry the expected radix (the
+// blocking call reports its algorithm only; started calls report the radix, see
+// check_started_choice).
+Algorithm expected_algorithm(const Context& c, int n, const agx::Layout& layout) {
   if (c.algo.id != Algorithm::automatic) return c.algo.id;
-  if (expect_auto) return *expect_auto;
-  return agx::choose_algorithm(c.comm, layout, {}, c.in_place).id;
+  if (!expect_auto) return agx::choose_algorithm(c.comm, layout, {}, c.in_place).id;
+  const agx::AlgorithmChoice chosen = agx::choose_algorithm(c.comm, layout, {}, c.in_place);
+  if (chosen != *expect_auto)
+    report(c, n, "chose " + agx::full_name(chosen) + " instead of " + agx::full_name(*expect_auto));
+  return expect_auto->id;
+}
+
+// With --expect-algo: a started call of the same input reports the expected algorithm
+// with the expected radix (Request::choice), and gathers right.
+template <class T>
+bool check_started_choice(const Context& c, int n, std::span<const T> send, std::span<T> out) {
+  const agx::Allgather<T> gather(c.comm);
+  agx::Request r = gather.start(send, out);
+  const agx::AlgorithmChoice ran = r.choice();
+  r.wait();
+  if (ran == *expect_auto) return true;
+  report(c, n, "a started call ran " + agx::full_name(ran) + " instead of " + agx::full_name(*expect_auto));
+  return false;
 }
 
 bool check_algorithm(const Context& c, int n, Algorithm want, Algorithm used) {
@@ -111,11 +131,14 @@ void run_regular(Context c) {
   if (c.in_place && count > 0) std::memcpy(recv.data() + r * count * elem, send.data(), count * elem);
   agx::Allgather<T> gather(c.comm, {c.algo.id, true, c.algo.radix});
   try {
-    const Algorithm want = expected_algorithm(c, agx::Layout::uniform(n, count * elem));
+    const Algorithm want = expected_algorithm(c, n, agx::Layout::uniform(n, count * elem));
     const Algorithm used = c.in_place ? gather.in_place(out) : gather(send, out);
     std::vector<std::size_t> counts(n, count), displs(n);
     for (int b = 0; b < n; ++b) displs[b] = b * count;
     if (check_algorithm(c, n, want, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
+    if (expect_auto && c.algo.id == Algorithm::automatic && !c.in_place &&
+        check_started_choice<T>(c, n, send, out) && check_image(c, n, recv, counts, displs, elem, salt))
+      ++passed;
   } catch (const agx::Error& e) {
     report(c, n, std::string("threw: ") + e.what());
     return;
@@ -158,7 +181,7 @@ void run_v(Context c, bool one_big) {
   std::vector<std::size_t> block_bytes(counts), offsets(displs);
   for (int b = 0; b < n; ++b) block_bytes[b] *= elem, offsets[b] *= elem;
   try {
-    const Algorithm want = expected_algorithm(c, agx::Layout::varying(block_bytes, offsets));
+    const Algorithm want = expected_algorithm(c, n, agx::Layout::varying(block_bytes, offsets));
     const Algorithm used = c.in_place ? gather.v_in_place(out, icounts, idispls)
                                       : gather.v(send, out, icounts, idispls);
     if (check_algorithm(c, n, want, used) && check_image(c, n, recv, counts, displs, elem, salt)) ++passed;
@@ -457,7 +480,13 @@ int main(int argc, char** argv) {
     else if (a == "--large-on-world") large_on_world = true;
     else if (a == "--expect-bad-algo") bad_env = true;
     else if (a == "--expect-algo" && i + 1 < argc) {
-      if (const auto c = agx::parse_algorithm_choice(argv[++i])) expect_auto = c->id;
+      std::string why;
+      expect_auto = agx::parse_algorithm_choice(argv[++i], &why);
+      if (!expect_auto) {  // a check that cannot be made fails the run
+        if (world_rank == 0) std::fprintf(stderr, "FAIL --expect-algo %s: %s\n", argv[i], why.c_str());
+        MPI_Finalize();
+        return 1;
+      }
     }
   }
   if (bad_env) {

@@ -3,12 +3,19 @@
 rank counts and checks what the interposer printed.
 
   run_pmpi.py --kind openmpi|mpich --mpirun PATH [--mpirun-arg ARG]... --preload SO[:SO...]
-              --np 1,2,3 [--algo NAME] [--env K=V]... [--expect-summary]
-              [--expect-verbose] [--expect-warnings N] [--expect-mpi] -- PROGRAM [ARGS]
+              --np 1,2,3 [--algo NAME[:k=K]] [--env K=V]... [--expect-summary]
+              [--expect-verbose] [--expect-warnings N] [--expect-mpi]
+              [--radix-takes-effect] -- PROGRAM [ARGS]
 
 Open MPI gets the variables with `-x K=V`, MPICH with `-genv K V`; LD_PRELOAD is
-never set for the launcher itself. Exit 0 when every run passed, 77 (skip) when the
-program is missing."""
+never set for the launcher itself. --algo must parse as AGX_ALGO does (the registry's
+data, tools/algorithms.py) unless the run expects warnings (an invalid AGX_ALGO is what
+those runs test): a name the check cannot read fails instead of turning the check off.
+The algorithms the summary and the verbose lines name must parse too, and match --algo:
+the name, and the radix wherever the line states one (the interposer names the algorithm
+without its radix so far). --radix-takes-effect: one of the rank counts must be one where
+the radix of --algo changes the schedule (bruck: k < N; locality_bruck: k < N and k
+divides N). Exit 0 when every run passed, 77 (skip) when the program is missing."""
 
 import argparse
 import os
@@ -17,6 +24,31 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "tools"))
+import algorithms  # noqa: E402  (tools/algorithms.py: the registry's data)
+
+
+def radix_takes_effect(choice, np):
+    """Whether the radix of `choice` changes its schedule on `np` ranks."""
+    name, k = choice
+    if k == 0 or k >= np:  # k >= N: one round whatever k
+        return False
+    return name != "locality_bruck" or np % k == 0
+
+
+def matches(want, reported):
+    """Problems with one algorithm the interposer reported, against --algo's choice."""
+    try:
+        got = algorithms.parse_choice(reported)
+    except ValueError as e:
+        return [f"the interposer reported '{reported}', which does not parse: {e}"]
+    if want is None or want[0] == "auto":  # (None: an invalid AGX_ALGO, warned of)
+        return []
+    if got[0] != want[0] or (":" in reported and got[1] != want[1]):
+        return [f"AGX_ALGO names {want[0]}" + (f" with k={want[1]}" if want[1] else "") +
+                f" but the interposer reported '{reported}'"]
+    return []
 
 
 def launch_command(opts, np, env):
@@ -41,14 +73,16 @@ def check_output(opts, np, out):
         else:
             if not rows:
                 problems.append("the summary shows no call through agx")
-            # A forced algorithm (any but auto; rows name the algorithm, not its radix).
-            forced = opts.algo.split(":")[0]
-            if forced != "auto" and set(rows) != {forced}:
-                problems.append(f"AGX_ALGO={opts.algo} but the summary shows {sorted(rows)}")
+            for row in sorted(rows):  # a forced algorithm: every row is it
+                problems += matches(opts.choice, row)
             if opts.max_passed is not None and passed > opts.max_passed:
                 problems.append(f"{passed} calls passed to MPI, at most {opts.max_passed} expected")
-    if opts.expect_verbose and not re.search(r"^agx: MPI_Allgather on MPI_COMM_WORLD \(%d ranks?\), .*: \w+$" % np, out, re.M):
-        problems.append("no AGX_VERBOSE line for MPI_Allgather on MPI_COMM_WORLD")
+    if opts.expect_verbose:
+        said = re.findall(r"^agx: MPI_Allgather on MPI_COMM_WORLD \(%d ranks?\), .*: (\S+)$" % np, out, re.M)
+        if not said:
+            problems.append("no AGX_VERBOSE line for MPI_Allgather on MPI_COMM_WORLD")
+        for name in said:
+            problems += matches(opts.choice, name)
     if opts.expect_warnings is not None:
         n = len(re.findall(r"^agx: warning:", out, re.M))
         if n != opts.expect_warnings:
@@ -70,6 +104,7 @@ def main():
     p.add_argument("--expect-warnings", type=int)
     p.add_argument("--expect-mpi", action="store_true", help="every call passes to MPI")
     p.add_argument("--max-passed", type=int)
+    p.add_argument("--radix-takes-effect", action="store_true")
     p.add_argument("--timeout", type=float, default=90)
     p.add_argument("program", nargs=argparse.REMAINDER)
     opts = p.parse_args()
@@ -78,6 +113,17 @@ def main():
     if not opts.program or not os.path.exists(opts.program[0]):
         print(f"SKIP: program {opts.program[:1]} not built")
         return 77
+    try:
+        opts.choice = algorithms.parse_choice(opts.algo)
+    except ValueError as e:
+        if opts.expect_warnings is None:  # only the runs that test a bad AGX_ALGO pass one
+            print(f"FAIL: --algo {opts.algo}: {e}")
+            return 1
+        opts.choice = None
+    ranks = [int(x) for x in opts.np.split(",") if x]
+    if opts.radix_takes_effect and not (opts.choice and any(radix_takes_effect(opts.choice, n) for n in ranks)):
+        print(f"FAIL: --radix-takes-effect: the radix of {opts.algo} changes nothing at {opts.np} ranks")
+        return 1
 
     env = {"LD_PRELOAD": opts.preload, "AGX_ALGO": opts.algo}
     if opts.expect_summary:
@@ -92,7 +138,7 @@ def main():
                     if k != "LD_PRELOAD" and not k.startswith("AGX_")}
 
     failed = 0
-    for np in [int(x) for x in opts.np.split(",") if x]:
+    for np in ranks:
         cmd = launch_command(opts, np, env)
         start = time.monotonic()
         try:
