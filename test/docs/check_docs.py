@@ -12,6 +12,8 @@
    of listing names, so that they cannot go stale: each links docs/algorithms.md and names
    no algorithm, except that an AGX_HIER_INTER row names every node path (AGX_NODE_PATH:
    the algorithms an inter-node stage cannot run) as the exception.
+3. Every relative link of README.md and docs/*.md names a file of the repository, and
+   its anchor (#...) a heading of that page.
 
     test/docs/check_docs.py [SOURCE_ROOT]      # exit 0: all match; 1: each mismatch printed
 """
@@ -19,7 +21,7 @@ import pathlib
 import re
 import sys
 
-root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2]).resolve()
 problems = []
 
 
@@ -80,9 +82,47 @@ for var, page, row, exceptions in option_rows:
         if name not in exceptions and f"`{name}`" in row:
             problems.append(f"{page}: the {var} row lists {name}; point to the table instead (a list goes stale)")
 
+# 3. Links: every relative link of README.md and docs/*.md names a file or folder of the
+#    repository, and an anchor (#...) names a heading of its page (GitHub's slugs).
+def slug(heading):
+    text = re.sub(r"[`*]|\[([^]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(page):
+    seen, out = {}, set()
+    in_code = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        m = re.match(r"^#{1,6} (.*)$", line)
+        if m and not in_code:
+            base = slug(m.group(1))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+pages = [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+links = 0
+for page in pages:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue  # a web address
+        links += 1
+        path, _, frag = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        rel = page.relative_to(root)
+        if not dest.exists():
+            problems.append(f"{rel}: the link ({target}) names no file")
+        elif frag and dest.suffix == ".md" and frag not in anchors(dest):
+            problems.append(f"{rel}: the link ({target}) names no heading of {dest.relative_to(root)}")
+
 for p in problems:
     print("FAIL:", p)
 print(f"check_docs: {len(in_code)} variables in the code, {len(rows)} in docs/environment.md, "
-      f"{len(names)} algorithms, {len(node_paths)} node paths: "
+      f"{len(names)} algorithms, {len(node_paths)} node paths, {links} links: "
       + ("all match" if not problems else f"{len(problems)} mismatches"))
 sys.exit(1 if problems else 0)
