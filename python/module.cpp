@@ -87,7 +87,7 @@ zeroed 1-d array just long enough. Returns recv.)";
 
 }  // namespace
 
-PYBIND11_MODULE(agx, m) {
+PYBIND11_MODULE(_agx, m) {
   agx::python::import_mpi4py_api();
   m.doc() = "agx: all-gather for MPI jobs, for mpi4py communicators and NumPy arrays "
             "(docs/python.md)";

@@ -9,6 +9,7 @@ packages=(build-essential pkg-config meson ninja-build
           liblz4-dev libzstd-dev libzfp-dev         # lib/codec: block compression (optional)
           python3-matplotlib                        # tools/agx-plot
           python3-dev pybind11-dev python3-numpy python3-mpi4py python3-pytest  # python/, test/python
+          python3-torch libtorch-dev                # python/torch, test/torch: the torch backend
           slurmctld slurmd slurm-client munge       # test/slurm (starts its own private daemons)
           libsimgrid-dev                            # test/sim (smpicxx, smpirun)
           iproute2 procps                           # test/cluster (ip netns), Slurm scripts (pgrep, ps)

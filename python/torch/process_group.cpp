@@ -1,0 +1,775 @@
+// agx::torch::ProcessGroup (process_group.hpp).
+
+#include "process_group.hpp"
+
+#include "mpi_types.hpp"
+
+#include <agx/bytes.hpp>
+#include <agx/fused.hpp>
+#include <agx/request.hpp>
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <utility>
+
+namespace agx::torch {
+
+namespace {
+
+constexpr int kGroupTag = 0x6167;  // MPI_Comm_create_group's tag ("ag")
+MPI_Comm torch_world = MPI_COMM_NULL;  // MPI_COMM_WORLD in torch's rank order
+
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  TORCH_CHECK(false, "agx: ", what, " failed: ", std::string(text, static_cast<std::size_t>(len)));
+}
+
+int comm_rank(MPI_Comm c) {
+  int r = 0;
+  mpi_check(MPI_Comm_rank(c, &r), "MPI_Comm_rank");
+  return r;
+}
+int comm_size(MPI_Comm c) {
+  int n = 0;
+  mpi_check(MPI_Comm_size(c, &n), "MPI_Comm_size");
+  return n;
+}
+
+std::size_t nbytes(const at::Tensor& t) {
+  return static_cast<std::size_t>(t.numel()) * static_cast<std::size_t>(t.element_size());
+}
+
+int int_count(std::size_t n, const char* what) {
+  TORCH_CHECK(n <= static_cast<std::size_t>(INT_MAX), "agx: ", what, ": ", n,
+              " elements exceed what one call of the MPI library takes (2^31 - 1)");
+  return static_cast<int>(n);
+}
+
+/// Tensors for the MPI library's operations live in host memory.
+void host_only(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(t.device().is_cpu(), "agx: ", what, " of a tensor on ", t.device(),
+              ": the agx backend hands this operation to the MPI library, for CPU tensors "
+              "only (the all-gather calls take device tensors in a CUDA build)");
+}
+
+/// The all-gathers take host tensors, and device tensors where agx is built with CUDA:
+/// the current stream is synchronized first, so that the data agx reads is written.
+void ready_for_agx(const at::Tensor& t, const char* what) {
+  if (t.device().is_cpu()) return;
+#ifdef AGX_TORCH_DEVICE
+  if (t.device().is_cuda()) {
+    c10::impl::VirtualGuardImpl guard(t.device().type());
+    guard.synchronizeStream(guard.getStream(t.device()));
+    return;
+  }
+#endif
+#ifdef AGX_TORCH_DEVICE
+  constexpr const char* takes = ": agx takes CPU and CUDA tensors";
+#else
+  constexpr const char* takes = ": this agx is built without CUDA, so it takes CPU tensors only";
+#endif
+  TORCH_CHECK(false, "agx: ", what, " of a tensor on ", t.device(), takes);
+}
+
+void same_kind(const at::Tensor& t, const at::Tensor& ref, const char* what, const char* name,
+               std::size_t index) {
+  TORCH_CHECK_TYPE(t.scalar_type() == ref.scalar_type(), "agx: ", what, ": ", name, "[", index,
+                   "] is ", c10::toString(t.scalar_type()), ", the input ",
+                   c10::toString(ref.scalar_type()));
+  TORCH_CHECK(t.device() == ref.device(), "agx: ", what, ": ", name, "[", index, "] is on ",
+              t.device(), ", the input on ", ref.device());
+}
+
+bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
+  const auto* a0 = static_cast<const char*>(a);
+  const auto* b0 = static_cast<const char*>(b);
+  return an != 0 && bn != 0 && a0 < b0 + bn && b0 < a0 + an;
+}
+
+/// One all-gather's buffers and layout in bytes. The output tensors are addressed where
+/// they are when they lie in one storage, dense and apart (a list of chunks of one tensor,
+/// the output of all_gather_into_tensor); else the call gathers into a staging buffer and
+/// copy_out() copies the blocks into them.
+struct Gather {
+  agx::Buffers buffers;
+  std::vector<std::size_t> bytes, offsets;
+  at::Tensor input, staging;
+  std::vector<at::Tensor> outs;
+
+  agx::Layout layout() const {
+    const std::size_t b = bytes.empty() ? 0 : bytes.front();
+    bool uniform = true;
+    for (std::size_t i = 0; i < bytes.size() && uniform; ++i)
+      uniform = bytes[i] == b && offsets[i] == i * b;
+    return uniform ? agx::Layout::uniform(static_cast<int>(bytes.size()), b)
+                   : agx::Layout::varying(bytes, offsets);
+  }
+  void copy_out() const {
+    if (!staging.defined()) return;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      if (bytes[i] == 0) continue;
+      outs[i].copy_(staging.narrow(0, static_cast<std::int64_t>(offsets[i]),
+                                   static_cast<std::int64_t>(bytes[i]))
+                        .view(outs[i].scalar_type())
+                        .view(outs[i].sizes()));
+    }
+  }
+};
+
+std::shared_ptr<Gather> plan_gather(const at::Tensor& input, const std::vector<at::Tensor>& outs,
+                                    int rank, const char* what) {
+  auto g = std::make_shared<Gather>();
+  g->input = input.contiguous();
+  g->outs = outs;
+  const std::size_t n = outs.size();
+  g->bytes.resize(n);
+  g->offsets.resize(n);
+  for (std::size_t i = 0; i < n; ++i) g->bytes[i] = nbytes(outs[i]);
+
+  // Addressed where they are?
+  bool direct = true;
+  const char* base = nullptr;
+  for (std::size_t i = 0; i < n && direct; ++i) {
+    if (g->bytes[i] == 0) continue;
+    direct = outs[i].is_contiguous() && outs[i].storage().is_alias_of(outs[0].storage());
+    const char* p = static_cast<const char*>(outs[i].data_ptr());
+    if (base == nullptr || p < base) base = p;
+  }
+  if (direct && base != nullptr) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < n; ++i) {
+      g->offsets[i] = g->bytes[i] == 0 ? 0
+                                       : static_cast<std::size_t>(
+                                             static_cast<const char*>(outs[i].data_ptr()) - base);
+      if (g->bytes[i] != 0) order.push_back(i);
+    }
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return g->offsets[a] < g->offsets[b]; });
+    for (std::size_t k = 1; k < order.size() && direct; ++k)
+      direct = g->offsets[order[k - 1]] + g->bytes[order[k - 1]] <= g->offsets[order[k]];
+  }
+  const auto r = static_cast<std::size_t>(rank);
+  const bool in_place = direct && g->bytes[r] != 0 &&
+                        g->input.data_ptr() == outs[r].data_ptr();
+  if (direct && base != nullptr && !in_place) {
+    // The input must not overlap the blocks agx writes.
+    for (std::size_t i = 0; i < n && direct; ++i)
+      direct = !overlaps(g->input.data_ptr(), nbytes(g->input), outs[i].data_ptr(), g->bytes[i]);
+  }
+  if (direct && base != nullptr) {
+    g->buffers = {in_place ? nullptr : g->input.data_ptr(), const_cast<char*>(base), in_place};
+    return g;
+  }
+  (void)what;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    g->offsets[i] = total;
+    total += g->bytes[i];
+  }
+  g->staging = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(total, 1))},
+                         g->input.options().dtype(at::kByte));
+  g->buffers = {g->input.data_ptr(), g->staging.data_ptr(), false};
+  return g;
+}
+
+bool check_from_environment() {
+  const char* v = std::getenv("AGX_CHECK");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+}  // namespace
+
+// --- groups -------------------------------------------------------------------------
+
+c10::intrusive_ptr<ProcessGroup> ProcessGroup::create_world(int rank, int size) {
+  const int world = comm_size(MPI_COMM_WORLD);
+  TORCH_CHECK(size == world, "agx: the default group has ", size, " ranks but MPI_COMM_WORLD has ",
+              world, ": launch one process per rank with mpirun (or srun)");
+  TORCH_CHECK(rank >= 0 && rank < size, "agx: rank ", rank, " is outside the group of ", size);
+  MPI_Comm comm = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &comm), "MPI_Comm_split");
+  if (torch_world == MPI_COMM_NULL) mpi_check(MPI_Comm_dup(comm, &torch_world), "MPI_Comm_dup");
+  return c10::make_intrusive<ProcessGroup>(comm);
+}
+
+c10::intrusive_ptr<ProcessGroup> ProcessGroup::create_group(const std::vector<int64_t>& ranks,
+                                                            int rank) {
+  MPI_Comm parent = torch_world != MPI_COMM_NULL ? torch_world : MPI_COMM_WORLD;
+  const int parent_size = comm_size(parent);
+  std::vector<int> members;
+  for (const auto r : ranks) {
+    TORCH_CHECK(r >= 0 && r < parent_size, "agx: group rank ", r, " is outside the world of ",
+                parent_size);
+    members.push_back(static_cast<int>(r));
+  }
+  MPI_Group all = MPI_GROUP_NULL, some = MPI_GROUP_NULL;
+  mpi_check(MPI_Comm_group(parent, &all), "MPI_Comm_group");
+  mpi_check(MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &some),
+            "MPI_Group_incl");
+  MPI_Comm comm = MPI_COMM_NULL;
+  const int rc = MPI_Comm_create_group(parent, some, kGroupTag, &comm);
+  MPI_Group_free(&some);
+  MPI_Group_free(&all);
+  mpi_check(rc, "MPI_Comm_create_group");
+  TORCH_CHECK(comm != MPI_COMM_NULL, "agx: this process is not a member of the new group");
+  TORCH_CHECK(comm_rank(comm) == rank, "agx: this process is rank ", comm_rank(comm),
+              " of the new group's communicator, torch says ", rank);
+  return c10::make_intrusive<ProcessGroup>(comm);
+}
+
+ProcessGroup::ProcessGroup(MPI_Comm comm)
+    : c10d::ProcessGroup(comm_rank(comm), comm_size(comm)), comm_(comm) {
+  mpi_check(MPI_Comm_dup(comm_, &mpi_), "MPI_Comm_dup");
+  check_ = check_from_environment();
+  // Sets agx up on the communicator now, while every rank makes the group (collective),
+  // so that the first all-gather is agx's and no start waits for another rank.
+  agx::choose_algorithm(comm_, agx::Layout::uniform(getSize(), 1));
+}
+
+ProcessGroup::~ProcessGroup() {
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void ProcessGroup::agree(const char* what, at::ScalarType type, std::int64_t count,
+                         const std::vector<std::int64_t>& expected) {
+  if (!check_) return;
+  const int n = getSize();
+  const std::size_t width = 3 + static_cast<std::size_t>(n);
+  std::vector<std::int64_t> mine(width, -1), all(width * static_cast<std::size_t>(n));
+  mine[0] = static_cast<std::int64_t>(std::hash<std::string>{}(what) & 0x7fffffff);
+  mine[1] = static_cast<std::int64_t>(type);
+  mine[2] = count;
+  std::copy(expected.begin(), expected.end(), mine.begin() + 3);
+  mpi_check(MPI_Allgather(mine.data(), static_cast<int>(width), MPI_INT64_T, all.data(),
+                          static_cast<int>(width), MPI_INT64_T, mpi_),
+            "MPI_Allgather (AGX_CHECK)");
+  auto at = [&](int r, std::size_t k) { return all[static_cast<std::size_t>(r) * width + k]; };
+  for (int r = 0; r < n; ++r) {
+    TORCH_CHECK(at(r, 0) == at(0, 0), "agx: ", what, ": rank ", r,
+                " makes another call than rank 0 (calls out of order)");
+    TORCH_CHECK_TYPE(at(r, 1) == at(0, 1), "agx: ", what, ": rank ", r, " passes ",
+                     c10::toString(static_cast<at::ScalarType>(at(r, 1))), ", rank 0 ",
+                     c10::toString(static_cast<at::ScalarType>(at(0, 1))));
+  }
+  for (int r = 0; r < n; ++r) {
+    if (expected.empty()) {
+      TORCH_CHECK(at(r, 2) == at(0, 2), "agx: ", what, ": rank ", r, " passes ", at(r, 2),
+                  " elements, rank 0 passes ", at(0, 2));
+      continue;
+    }
+    for (int i = 0; i < n; ++i)
+      TORCH_CHECK(at(r, 3 + static_cast<std::size_t>(i)) == at(i, 2), "agx: ", what, ": rank ", r,
+                  "'s output for rank ", i, " holds ", at(r, 3 + static_cast<std::size_t>(i)),
+                  " elements, but rank ", i, " sends ", at(i, 2));
+  }
+}
+
+// --- agx's all-gather ---------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  const char* what = "all_gather";
+  TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1, "agx: ", what,
+              " takes one input tensor and one output list (one device per process)");
+  const at::Tensor& in = inputs[0];
+  auto& outs = outputs[0];
+  TORCH_CHECK(outs.size() == static_cast<std::size_t>(getSize()), "agx: ", what,
+              ": the output list has ", outs.size(), " tensors, the group has ", getSize(),
+              " ranks");
+  ready_for_agx(in, what);
+  std::vector<std::int64_t> expected;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    same_kind(outs[i], in, what, "output_tensors", i);
+    expected.push_back(outs[i].numel());
+  }
+  const auto r = static_cast<std::size_t>(getRank());
+  TORCH_CHECK(outs[r].numel() == in.numel(), "agx: ", what, ": output_tensors[", r, "] holds ",
+              outs[r].numel(), " elements, this rank's input ", in.numel(),
+              " (uneven shapes are fine: each output tensor has its rank's input's shape)");
+  agree(what, in.scalar_type(), in.numel(), expected);
+  auto g = plan_gather(in, outs, getRank(), what);
+  agx::Request request = agx::start_allgather_bytes(comm_, g->buffers, g->layout());
+  last_algorithm_ = agx::full_name(request.choice());
+  ++calls_[what];
+  std::vector<at::Tensor> keep{g->input};
+  if (g->staging.defined()) keep.push_back(g->staging);
+  return c10::make_intrusive<Work>(getRank(), c10d::OpType::ALLGATHER, "agx:all_gather",
+                                   pending(std::move(request)), std::move(keep), outs,
+                                   [g] { g->copy_out(); }, g);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::_allgather_base(at::Tensor& output,
+                                                             at::Tensor& input,
+                                                             const c10d::AllgatherOptions&) {
+  const char* what = "all_gather_into_tensor";
+  ready_for_agx(input, what);
+  same_kind(output, input, what, "output", 0);
+  const std::int64_t n = getSize(), k = input.numel();
+  TORCH_CHECK(output.numel() == n * k, "agx: ", what, ": the output holds ", output.numel(),
+              " elements, ", n, " ranks x ", k, " need ", n * k);
+  agree(what, input.scalar_type(), k, std::vector<std::int64_t>(static_cast<std::size_t>(n), k));
+  // The output's N chunks (a dense output is addressed where it is; else a dense copy is
+  // gathered into and copied back).
+  at::Tensor dense = output.is_contiguous() ? output : at::empty(output.sizes(), output.options());
+  std::vector<at::Tensor> chunks;
+  const at::Tensor flat = dense.view({-1});
+  for (std::int64_t i = 0; i < n; ++i) chunks.push_back(flat.narrow(0, i * k, k));
+  auto g = plan_gather(input, chunks, getRank(), what);
+  agx::Request request = agx::start_allgather_bytes(comm_, g->buffers, g->layout());
+  last_algorithm_ = agx::full_name(request.choice());
+  ++calls_[what];
+  std::vector<at::Tensor> keep{g->input, dense};
+  if (g->staging.defined()) keep.push_back(g->staging);
+  const bool copy_back = !dense.is_same(output);
+  return c10::make_intrusive<Work>(
+      getRank(), c10d::OpType::_ALLGATHER_BASE, "agx:all_gather_into_tensor",
+      pending(std::move(request)), std::move(keep), std::vector<at::Tensor>{output},
+      [g, copy_back, dense, output]() mutable {
+        g->copy_out();
+        if (copy_back) output.copy_(dense);
+      },
+      g);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  const char* what = "all_gather_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "agx: ", what, ": ", inputs.size(),
+              " inputs but ", outputs.size(), " output lists");
+  auto gathers = std::make_shared<std::vector<std::shared_ptr<Gather>>>();
+  std::vector<agx::FusedPart> parts;
+  std::vector<at::Tensor> keep, results;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const at::Tensor& in = inputs[k];
+    auto& outs = outputs[k];
+    ready_for_agx(in, what);
+    TORCH_CHECK(outs.size() == static_cast<std::size_t>(getSize()), "agx: ", what,
+                ": output list ", k, " has ", outs.size(), " tensors, the group has ", getSize(),
+                " ranks");
+    std::vector<std::int64_t> expected;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      same_kind(outs[i], in, what, "output_lists[k]", i);
+      expected.push_back(outs[i].numel());
+    }
+    TORCH_CHECK(outs[static_cast<std::size_t>(getRank())].numel() == in.numel(), "agx: ", what,
+                ": output list ", k, " holds ", outs[static_cast<std::size_t>(getRank())].numel(),
+                " elements for this rank, its input ", k, " has ", in.numel());
+    agree(what, in.scalar_type(), in.numel(), expected);
+    auto g = plan_gather(in, outs, getRank(), what);
+    parts.push_back({g->buffers, g->bytes, g->offsets});
+    keep.push_back(g->input);
+    if (g->staging.defined()) keep.push_back(g->staging);
+    results.insert(results.end(), outs.begin(), outs.end());
+    gathers->push_back(std::move(g));
+  }
+  agx::FusedRequest request = agx::start_fused_allgather_bytes(comm_, parts);
+  last_algorithm_ = std::string(agx::to_string(request.algorithm())) + " (" +
+                    agx::to_string(request.way()) + ", " + std::to_string(request.calls()) +
+                    (request.calls() == 1 ? " call)" : " calls)");
+  ++calls_[what];
+  return c10::make_intrusive<Work>(getRank(), c10d::OpType::ALLGATHER_COALESCED,
+                                   "agx:all_gather_coalesced", pending(std::move(request)),
+                                   std::move(keep), std::move(results),
+                                   [gathers] {
+                                     for (const auto& g : *gathers) g->copy_out();
+                                   },
+                                   gathers);
+}
+
+// --- the MPI library's operations ---------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::mpi_work(c10d::OpType type, const char* what,
+                                                      std::vector<MPI_Request> requests,
+                                                      std::vector<at::Tensor> keep,
+                                                      std::vector<at::Tensor> outputs,
+                                                      std::function<void()> finish) {
+  ++calls_[what];
+  return c10::make_intrusive<Work>(getRank(), type, what, pending(std::move(requests), what),
+                                   std::move(keep), std::move(outputs), std::move(finish));
+}
+
+namespace {
+
+/// A dense tensor to hand to MPI for `t`, and the copy back into `t` where it is not `t`.
+struct Dense {
+  at::Tensor user, work;
+  explicit Dense(const at::Tensor& t) : user(t), work(t.contiguous()) {}
+  std::function<void()> copy_back() const {
+    if (work.is_same(user)) return {};
+    return [u = user, w = work]() mutable { u.copy_(w); };
+  }
+};
+
+at::Tensor flat_cat(const std::vector<at::Tensor>& ts) {
+  std::vector<at::Tensor> flat;
+  for (const auto& t : ts) flat.push_back(t.reshape({-1}));
+  return at::cat(flat);
+}
+
+std::function<void()> scatter_into(std::vector<at::Tensor> outs, at::Tensor from) {
+  return [outs = std::move(outs), from]() mutable {
+    std::int64_t at_ = 0;
+    for (auto& o : outs) {
+      o.copy_(from.narrow(0, at_, o.numel()).view(o.sizes()));
+      at_ += o.numel();
+    }
+  };
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor>& tensors,
+                                                       const c10d::BroadcastOptions& opts) {
+  const char* what = "broadcast";
+  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor per process");
+  host_only(tensors[0], what);
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
+              opts.rootRank, " is outside the group of ", getSize());
+  agree(what, tensors[0].scalar_type(), tensors[0].numel());
+  Dense d(tensors[0]);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ibcast(d.work.data_ptr(), int_count(nbytes(d.work), what), MPI_BYTE,
+                       static_cast<int>(opts.rootRank), mpi_, req.data()),
+            "MPI_Ibcast");
+  return mpi_work(c10d::OpType::BROADCAST, what, std::move(req), {d.work}, tensors, d.copy_back());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
+                                                       const c10d::AllreduceOptions& opts) {
+  const char* what = "all_reduce";
+  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor per process");
+  host_only(tensors[0], what);
+  const MPI_Datatype type = reduce_type(tensors[0].scalar_type());
+  const MPI_Op op = reduce_op(opts.reduceOp, tensors[0].scalar_type(), what);
+  agree(what, tensors[0].scalar_type(), tensors[0].numel());
+  Dense d(tensors[0]);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Iallreduce(MPI_IN_PLACE, d.work.data_ptr(),
+                           int_count(static_cast<std::size_t>(d.work.numel()), what), type, op,
+                           mpi_, req.data()),
+            "MPI_Iallreduce");
+  return mpi_work(c10d::OpType::ALLREDUCE, what, std::move(req), {d.work}, tensors, d.copy_back());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  const char* what = "all_reduce_coalesced";
+  std::vector<MPI_Request> req(tensors.size());
+  std::vector<at::Tensor> keep;
+  std::vector<std::function<void()>> backs;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    host_only(tensors[i], what);
+    const MPI_Datatype type = reduce_type(tensors[i].scalar_type());
+    const MPI_Op op = reduce_op(opts.reduceOp, tensors[i].scalar_type(), what);
+    agree(what, tensors[i].scalar_type(), tensors[i].numel());
+    Dense d(tensors[i]);
+    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, d.work.data_ptr(),
+                             int_count(static_cast<std::size_t>(d.work.numel()), what), type, op,
+                             mpi_, &req[i]),
+              "MPI_Iallreduce");
+    keep.push_back(d.work);
+    if (auto b = d.copy_back()) backs.push_back(std::move(b));
+  }
+  return mpi_work(c10d::OpType::ALLREDUCE_COALESCED, what, std::move(req), std::move(keep), tensors,
+                  [backs]() {
+                    for (const auto& b : backs) b();
+                  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce(std::vector<at::Tensor>& tensors,
+                                                    const c10d::ReduceOptions& opts) {
+  const char* what = "reduce";
+  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor per process");
+  host_only(tensors[0], what);
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
+              opts.rootRank, " is outside the group of ", getSize());
+  const MPI_Datatype type = reduce_type(tensors[0].scalar_type());
+  const MPI_Op op = reduce_op(opts.reduceOp, tensors[0].scalar_type(), what);
+  agree(what, tensors[0].scalar_type(), tensors[0].numel());
+  Dense d(tensors[0]);
+  const bool root = getRank() == opts.rootRank;
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ireduce(root ? MPI_IN_PLACE : d.work.data_ptr(), root ? d.work.data_ptr() : nullptr,
+                        int_count(static_cast<std::size_t>(d.work.numel()), what), type, op,
+                        static_cast<int>(opts.rootRank), mpi_, req.data()),
+            "MPI_Ireduce");
+  return mpi_work(c10d::OpType::REDUCE, what, std::move(req), {d.work}, tensors,
+                  root ? d.copy_back() : std::function<void()>{});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                    std::vector<at::Tensor>& inputs,
+                                                    const c10d::GatherOptions& opts) {
+  const char* what = "gather";
+  TORCH_CHECK(inputs.size() == 1, "agx: ", what, " takes one input tensor per process");
+  host_only(inputs[0], what);
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
+              opts.rootRank, " is outside the group of ", getSize());
+  const bool root = getRank() == opts.rootRank;
+  const at::Tensor in = inputs[0].contiguous();
+  std::vector<at::Tensor> outs;
+  if (root) {
+    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<std::size_t>(getSize()),
+                "agx: ", what, ": the root needs a list of ", getSize(), " output tensors");
+    for (std::size_t i = 0; i < outputs[0].size(); ++i) {
+      same_kind(outputs[0][i], in, what, "gather_list", i);
+      TORCH_CHECK(outputs[0][i].numel() == in.numel(), "agx: ", what, ": gather_list[", i,
+                  "] holds ", outputs[0][i].numel(), " elements, the input ", in.numel());
+    }
+    outs = outputs[0];
+  } else {
+    TORCH_CHECK(outputs.empty() || outputs[0].empty(), "agx: ", what,
+                ": only the root passes output tensors");
+  }
+  agree(what, in.scalar_type(), in.numel());
+  at::Tensor staging = root ? at::empty({getSize() * in.numel()}, in.options()) : at::Tensor();
+  const int count = int_count(nbytes(in), what);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Igather(in.data_ptr(), count, MPI_BYTE, root ? staging.data_ptr() : nullptr, count,
+                        MPI_BYTE, static_cast<int>(opts.rootRank), mpi_, req.data()),
+            "MPI_Igather");
+  std::vector<at::Tensor> keep{in};
+  if (root) keep.push_back(staging);
+  return mpi_work(c10d::OpType::GATHER, what, std::move(req), std::move(keep), outs,
+                  root ? scatter_into(outs, staging) : std::function<void()>{});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::scatter(std::vector<at::Tensor>& outputs,
+                                                     std::vector<std::vector<at::Tensor>>& inputs,
+                                                     const c10d::ScatterOptions& opts) {
+  const char* what = "scatter";
+  TORCH_CHECK(outputs.size() == 1, "agx: ", what, " takes one output tensor per process");
+  host_only(outputs[0], what);
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
+              opts.rootRank, " is outside the group of ", getSize());
+  const bool root = getRank() == opts.rootRank;
+  at::Tensor staging;
+  if (root) {
+    TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<std::size_t>(getSize()),
+                "agx: ", what, ": the root needs a list of ", getSize(), " input tensors");
+    for (std::size_t i = 0; i < inputs[0].size(); ++i) {
+      same_kind(inputs[0][i], outputs[0], what, "scatter_list", i);
+      TORCH_CHECK(inputs[0][i].numel() == outputs[0].numel(), "agx: ", what, ": scatter_list[", i,
+                  "] holds ", inputs[0][i].numel(), " elements, the output ", outputs[0].numel());
+    }
+    staging = flat_cat(inputs[0]);
+  } else {
+    TORCH_CHECK(inputs.empty() || inputs[0].empty(), "agx: ", what,
+                ": only the root passes input tensors");
+  }
+  agree(what, outputs[0].scalar_type(), outputs[0].numel());
+  Dense d(outputs[0]);
+  const int count = int_count(nbytes(d.work), what);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Iscatter(root ? staging.data_ptr() : nullptr, count, MPI_BYTE, d.work.data_ptr(),
+                         count, MPI_BYTE, static_cast<int>(opts.rootRank), mpi_, req.data()),
+            "MPI_Iscatter");
+  std::vector<at::Tensor> keep{d.work};
+  if (root) keep.push_back(staging);
+  return mpi_work(c10d::OpType::SCATTER, what, std::move(req), std::move(keep), outputs,
+                  d.copy_back());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  const char* what = "reduce_scatter";
+  TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1 &&
+                  inputs[0].size() == static_cast<std::size_t>(getSize()),
+              "agx: ", what, " takes one output tensor and a list of ", getSize(), " inputs");
+  host_only(outputs[0], what);
+  for (std::size_t i = 0; i < inputs[0].size(); ++i) {
+    same_kind(inputs[0][i], outputs[0], what, "input_list", i);
+    TORCH_CHECK(inputs[0][i].numel() == outputs[0].numel(), "agx: ", what, ": input_list[", i,
+                "] holds ", inputs[0][i].numel(), " elements, the output ", outputs[0].numel());
+  }
+  const MPI_Datatype type = reduce_type(outputs[0].scalar_type());
+  const MPI_Op op = reduce_op(opts.reduceOp, outputs[0].scalar_type(), what);
+  agree(what, outputs[0].scalar_type(), outputs[0].numel());
+  const at::Tensor staging = flat_cat(inputs[0]);
+  Dense d(outputs[0]);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ireduce_scatter_block(staging.data_ptr(), d.work.data_ptr(),
+                                      int_count(static_cast<std::size_t>(d.work.numel()), what),
+                                      type, op, mpi_, req.data()),
+            "MPI_Ireduce_scatter_block");
+  return mpi_work(c10d::OpType::REDUCE_SCATTER, what, std::move(req), {staging, d.work}, outputs,
+                  d.copy_back());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  const char* what = "reduce_scatter_tensor";
+  host_only(input, what);
+  same_kind(output, input, what, "output", 0);
+  TORCH_CHECK(input.numel() == getSize() * output.numel(), "agx: ", what, ": the input holds ",
+              input.numel(), " elements, ", getSize(), " ranks x ", output.numel(), " need ",
+              getSize() * output.numel());
+  const MPI_Datatype type = reduce_type(output.scalar_type());
+  const MPI_Op op = reduce_op(opts.reduceOp, output.scalar_type(), what);
+  agree(what, output.scalar_type(), output.numel());
+  const at::Tensor in = input.contiguous();
+  Dense d(output);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ireduce_scatter_block(in.data_ptr(), d.work.data_ptr(),
+                                      int_count(static_cast<std::size_t>(d.work.numel()), what),
+                                      type, op, mpi_, req.data()),
+            "MPI_Ireduce_scatter_block");
+  return mpi_work(c10d::OpType::_REDUCE_SCATTER_BASE, what, std::move(req), {in, d.work}, {output},
+                  d.copy_back());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                           std::vector<int64_t>& output_splits,
+                                                           std::vector<int64_t>& input_splits,
+                                                           const c10d::AllToAllOptions&) {
+  const char* what = "all_to_all_single";
+  host_only(input, what);
+  same_kind(output, input, what, "output", 0);
+  const int n = getSize();
+  const at::Tensor in = input.contiguous();
+  Dense d(output);
+  auto counts = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* name) {
+    std::vector<int> c(static_cast<std::size_t>(n)), o(static_cast<std::size_t>(n));
+    const std::int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const std::size_t row = rows == 0 ? 0 : nbytes(t) / static_cast<std::size_t>(rows);
+    std::size_t at_ = 0;
+    for (int i = 0; i < n; ++i) {
+      std::int64_t r = 0;
+      if (splits.empty()) {
+        TORCH_CHECK(rows % n == 0, "agx: ", what, ": the ", name, "'s first dimension ", rows,
+                    " is not divisible by the group size ", n, " (pass split sizes)");
+        r = rows / n;
+      } else {
+        TORCH_CHECK(splits.size() == static_cast<std::size_t>(n), "agx: ", what, ": ", name,
+                    " split sizes need ", n, " entries");
+        r = splits[static_cast<std::size_t>(i)];
+      }
+      c[static_cast<std::size_t>(i)] = int_count(static_cast<std::size_t>(r) * row, what);
+      o[static_cast<std::size_t>(i)] = int_count(at_, what);
+      at_ += static_cast<std::size_t>(r) * row;
+    }
+    TORCH_CHECK(at_ <= nbytes(t), "agx: ", what, ": the ", name, " split sizes add up to more ",
+                "rows than the ", name, " has");
+    return std::make_pair(c, o);
+  };
+  auto [sc, sd] = counts(in, input_splits, "input");
+  auto [rc, rd] = counts(d.work, output_splits, "output");
+  agree(what, input.scalar_type(), 0);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ialltoallv(in.data_ptr(), sc.data(), sd.data(), MPI_BYTE, d.work.data_ptr(),
+                           rc.data(), rd.data(), MPI_BYTE, mpi_, req.data()),
+            "MPI_Ialltoallv");
+  auto hold = std::make_shared<std::vector<std::vector<int>>>(
+      std::vector<std::vector<int>>{sc, sd, rc, rd});  // MPI reads them until it ends
+  auto back = d.copy_back();
+  return mpi_work(c10d::OpType::ALLTOALL_BASE, what, std::move(req), {in, d.work}, {output},
+                  [hold, back] {
+                    if (back) back();
+                  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor>& outputs,
+                                                      std::vector<at::Tensor>& inputs,
+                                                      const c10d::AllToAllOptions&) {
+  const char* what = "all_to_all";
+  const int n = getSize();
+  TORCH_CHECK(outputs.size() == static_cast<std::size_t>(n) &&
+                  inputs.size() == static_cast<std::size_t>(n),
+              "agx: ", what, " takes lists of ", n, " input and ", n, " output tensors");
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    host_only(inputs[i], what);
+    same_kind(inputs[i], inputs[0], what, "input_tensor_list", i);
+    same_kind(outputs[i], inputs[0], what, "output_tensor_list", i);
+  }
+  const at::Tensor send = flat_cat(inputs);
+  std::int64_t total = 0;
+  for (const auto& o : outputs) total += o.numel();
+  const at::Tensor recv = at::empty({total}, inputs[0].options());
+  std::vector<int> sc, sd, rc, rd;
+  std::size_t s_at = 0, r_at = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    sc.push_back(int_count(nbytes(inputs[u]), what));
+    sd.push_back(int_count(s_at, what));
+    s_at += nbytes(inputs[u]);
+    rc.push_back(int_count(nbytes(outputs[u]), what));
+    rd.push_back(int_count(r_at, what));
+    r_at += nbytes(outputs[u]);
+  }
+  agree(what, inputs[0].scalar_type(), 0);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ialltoallv(send.data_ptr(), sc.data(), sd.data(), MPI_BYTE, recv.data_ptr(),
+                           rc.data(), rd.data(), MPI_BYTE, mpi_, req.data()),
+            "MPI_Ialltoallv");
+  auto hold = std::make_shared<std::vector<std::vector<int>>>(
+      std::vector<std::vector<int>>{sc, sd, rc, rd});
+  auto into = scatter_into(outputs, recv);
+  return mpi_work(c10d::OpType::ALLTOALL, what, std::move(req), {send, recv}, outputs,
+                  [hold, into] { into(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor>& tensors, int dst,
+                                                  int tag) {
+  const char* what = "send";
+  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor");
+  host_only(tensors[0], what);
+  const at::Tensor t = tensors[0].contiguous();
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Isend(t.data_ptr(), int_count(nbytes(t), what), MPI_BYTE, dst, tag, mpi_,
+                      req.data()),
+            "MPI_Isend");
+  return mpi_work(c10d::OpType::SEND, what, std::move(req), {t}, {});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor>& tensors, int src,
+                                                  int tag) {
+  const char* what = "recv";
+  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor");
+  host_only(tensors[0], what);
+  Dense d(tensors[0]);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Irecv(d.work.data_ptr(), int_count(nbytes(d.work), what), MPI_BYTE, src, tag,
+                      mpi_, req.data()),
+            "MPI_Irecv");
+  return mpi_work(c10d::OpType::RECV, what, std::move(req), {d.work}, tensors, d.copy_back());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                           int tag) {
+  const char* what = "recv";
+  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor");
+  host_only(tensors[0], what);
+  Dense d(tensors[0]);
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Irecv(d.work.data_ptr(), int_count(nbytes(d.work), what), MPI_BYTE,
+                      MPI_ANY_SOURCE, tag, mpi_, req.data()),
+            "MPI_Irecv");
+  return mpi_work(c10d::OpType::RECVANYSOURCE, what, std::move(req), {d.work}, tensors,
+                  d.copy_back());
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroup::barrier(const c10d::BarrierOptions&) {
+  const char* what = "barrier";
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ibarrier(mpi_, req.data()), "MPI_Ibarrier");
+  return mpi_work(c10d::OpType::BARRIER, what, std::move(req), {}, {});
+}
+
+}  // namespace agx::torch

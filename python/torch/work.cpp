@@ -1,0 +1,204 @@
+// agx::torch::Work (work.hpp).
+
+#include "work.hpp"
+
+#include <agx/error.hpp>
+#include <ATen/core/ivalue.h>
+#include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace agx::torch {
+
+namespace {
+
+class AgxPending final : public Pending {
+ public:
+  explicit AgxPending(agx::Request r) : r_(std::move(r)) {}
+  bool test() override { return r_.test(); }
+  void wait() override { r_.wait(); }
+
+ private:
+  agx::Request r_;
+};
+
+class FusedPending final : public Pending {
+ public:
+  explicit FusedPending(agx::FusedRequest r) : r_(std::move(r)) {}
+  bool test() override { return r_.test(); }
+  void wait() override { r_.wait(); }
+
+ private:
+  agx::FusedRequest r_;
+};
+
+class MpiPending final : public Pending {
+ public:
+  MpiPending(std::vector<MPI_Request> r, const char* what)
+      : r_(std::move(r)), statuses_(r_.size()), what_(what) {}
+  ~MpiPending() override {
+    // Buffers must not be released under a running MPI request.
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    if (!finalized && !r_.empty())
+      MPI_Waitall(static_cast<int>(r_.size()), r_.data(), MPI_STATUSES_IGNORE);
+  }
+  bool test() override {
+    int flag = 0;
+    check(MPI_Testall(static_cast<int>(r_.size()), r_.data(), &flag, statuses_.data()));
+    if (flag) settle();
+    return flag != 0;
+  }
+  void wait() override {
+    check(MPI_Waitall(static_cast<int>(r_.size()), r_.data(), statuses_.data()));
+    settle();
+  }
+  int source() const override { return source_; }
+
+ private:
+  void settle() {
+    if (!statuses_.empty()) source_ = statuses_.front().MPI_SOURCE;
+    r_.clear();
+  }
+  void check(int rc) const {
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0, cls = MPI_ERR_OTHER;
+    MPI_Error_string(rc, text, &len);
+    MPI_Error_class(rc, &cls);
+    throw agx::Error(cls, std::string("agx: ") + what_ + ": the MPI library failed: " +
+                              std::string(text, static_cast<std::size_t>(len)));
+  }
+  std::vector<MPI_Request> r_;
+  std::vector<MPI_Status> statuses_;
+  const char* what_;
+  int source_ = -1;
+};
+
+class Done final : public Pending {
+ public:
+  bool test() override { return true; }
+  void wait() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Pending> pending(agx::Request r) { return std::make_unique<AgxPending>(std::move(r)); }
+std::unique_ptr<Pending> pending(agx::FusedRequest r) {
+  return std::make_unique<FusedPending>(std::move(r));
+}
+std::unique_ptr<Pending> pending(std::vector<MPI_Request> r, const char* what) {
+  return std::make_unique<MpiPending>(std::move(r), what);
+}
+std::unique_ptr<Pending> done() { return std::make_unique<Done>(); }
+
+Work::Work(int rank, c10d::OpType type, const char* title, std::unique_ptr<Pending> p,
+           std::vector<at::Tensor> keep, std::vector<at::Tensor> outputs,
+           std::function<void()> finish, std::shared_ptr<void> hold)
+    : c10d::Work(rank, type, title),
+      pending_(std::move(p)),
+      keep_(std::move(keep)),
+      outputs_(std::move(outputs)),
+      finish_(std::move(finish)),
+      hold_(std::move(hold)) {}
+
+Work::~Work() {
+  // An unfinished call still writes into the tensors this work holds: wait for it (as
+  // agx::Request does), without the GIL.
+  try {
+    if (!ended_ && pending_) {
+      if (PyGILState_Check()) {
+        pybind11::gil_scoped_release nogil;
+        pending_.reset();
+      }
+      pending_.reset();
+    }
+  } catch (...) {
+  }
+}
+
+void Work::advance(bool block) {
+  std::lock_guard lock(progress_);
+  if (ended_) return;
+  std::exception_ptr failure;
+  try {
+    bool complete = false;
+    if (block) {
+      pending_->wait();
+      complete = true;
+    } else {
+      complete = pending_->test();
+    }
+    if (!complete) return;
+    source_ = pending_->source();
+    if (finish_) finish_();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  ended_ = true;
+  pending_.reset();
+  finish_ = {};
+  keep_.clear();
+  hold_.reset();
+  finish(failure);
+}
+
+bool Work::isCompleted() {
+  advance(false);
+  std::lock_guard lock(mutex_);
+  return completed_;
+}
+
+bool Work::isSuccess() const {
+  std::lock_guard lock(mutex_);
+  return completed_ && !exception_;
+}
+
+bool Work::wait(std::chrono::milliseconds timeout) {
+  auto run = [&] {
+    if (timeout == kNoTimeout) {
+      advance(true);
+      return;
+    }
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      advance(false);
+      {
+        std::lock_guard lock(mutex_);
+        if (completed_) return;
+      }
+      if (std::chrono::steady_clock::now() >= until)
+        TORCH_CHECK(false, "agx: ", opTypeToString(retrieveOpType()), " did not complete within ",
+                    timeout.count(), " ms (it goes on; wait() again to wait for it)");
+      std::this_thread::yield();
+    }
+  };
+  if (PyGILState_Check()) {
+    pybind11::gil_scoped_release nogil;
+    run();
+  } else {
+    run();
+  }
+  std::lock_guard lock(mutex_);
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+int Work::sourceRank() const {
+  TORCH_CHECK(source_ >= 0, "agx: sourceRank() is only known for a completed recv from any source");
+  return source_;
+}
+
+std::vector<at::Tensor> Work::result() { return outputs_; }
+
+c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
+  wait();
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  future->markCompleted(c10::IValue(outputs_));
+  return future;
+}
+
+}  // namespace agx::torch
