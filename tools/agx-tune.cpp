@@ -22,6 +22,7 @@
 // (node.rendezvous_s, network.rendezvous_s). Measured
 // with all ranks busy, so oversubscription and shared memory bandwidth are included.
 // --quick: a fifth of the repetitions, β between 64 KiB and 1 MiB (seconds, for tests).
+// --max-bytes takes a size as agx-bench does (bytes, or with K, M or G: 16M; default 4M).
 // --crossovers times every algorithm at this N for sizes 1 B .. --max-bytes (×4), in five
 // interleaved batches each, and records the fastest median per size class ("best" lines). --compare prints predicted
 // against measured time for every algorithm and size, with the error.
@@ -218,7 +219,7 @@ int main(int argc, char** argv) {
   app.add_flag("--compare", compare);
   app.add_flag("--quick", quick);
   app.add_option_function<std::string>("--max-bytes", [&](const std::string& v) {
-    max_bytes = agx_tools::number<std::size_t>("--max-bytes", v);
+    max_bytes = agx_tools::parse_bytes("--max-bytes", v);
   });
   try {
     app.parse(argc, argv);

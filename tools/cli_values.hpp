@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <limits>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -34,6 +35,29 @@ T number(const std::string& option, const std::string& text) {
   if (text.empty() || ec != std::errc{} || stop != end)
     throw CLI::ValidationError(option, "not a number: '" + text + "'");
   return value;
+}
+
+/// A size in bytes: digits, then optionally K, M or G (powers of 1024, either case) with
+/// or without "B"/"iB" after it, or "B" alone: "4096", "16M", "64KiB", "1G". agx-bench's
+/// sizes and agx-tune's --max-bytes.
+inline std::size_t parse_bytes(const std::string& option, const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) throw CLI::ValidationError(option, "not a size: '" + text + "'");
+  const auto value = number<unsigned long long>(option, text.substr(0, digits));
+  std::string suffix = text.substr(digits);
+  unsigned shift = 0;
+  if (!suffix.empty() && std::string("KkMmGg").find(suffix[0]) != std::string::npos) {
+    shift = suffix[0] == 'K' || suffix[0] == 'k' ? 10 : suffix[0] == 'M' || suffix[0] == 'm' ? 20 : 30;
+    suffix.erase(0, 1);
+    if (suffix == "iB" || suffix == "B") suffix.clear();
+  } else if (suffix == "B") {
+    suffix.clear();
+  }
+  if (!suffix.empty()) throw CLI::ValidationError(option, "not a size: '" + text + "'");
+  if (value > (std::numeric_limits<std::size_t>::max() >> shift))
+    throw CLI::ValidationError(option, "too large: '" + text + "'");
+  return static_cast<std::size_t>(value) << shift;
 }
 
 /// Every comma-separated item of `text` as a T; `want` items exactly unless 0.

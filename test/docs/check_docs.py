@@ -12,7 +12,11 @@
    of listing names, so that they cannot go stale: each links docs/algorithms.md and names
    no algorithm, except that an AGX_HIER_INTER row names every node path (AGX_NODE_PATH:
    the algorithms an inter-node stage cannot run) as the exception.
-3. Every relative link of README.md and docs/*.md names a file of the repository, and
+3. Every AGX_* variable that a script of scripts/ or tools/ reads as an input is named in
+   README.md or docs/.
+4. Every agx-bench option has a row in docs/benchmarks.md's options table; every agx-tune
+   and agx-info option is named on the page of its tool (docs/tuning.md, docs/algorithms.md).
+5. Every relative link of README.md and docs/*.md names a file of the repository, and
    its anchor (#...) a heading of that page.
 
     test/docs/check_docs.py [SOURCE_ROOT]      # exit 0: all match; 1: each mismatch printed
@@ -82,7 +86,64 @@ for var, page, row, exceptions in option_rows:
         if name not in exceptions and f"`{name}`" in row:
             problems.append(f"{page}: the {var} row lists {name}; point to the table instead (a list goes stale)")
 
-# 3. Links: every relative link of README.md and docs/*.md names a file or folder of the
+# 3. The scripts' environment variables: every AGX_* variable a script reads as an input
+#    (`${AGX_X:-default}` and the like in scripts/ and tools/ scripts, os.environ in
+#    Python) is named in README.md or docs/ (the page of its script), unless it is one of
+#    libagx's (check 1) or set by its own script for itself (SELF_SET).
+SELF_SET = {"AGX_PLOT_REEXEC": "tools/agx-plot"}  # agx-plot's guard for its one re-run
+docs_text = "\n".join(p.read_text(encoding="utf-8")
+                      for p in [root / "README.md"] + sorted((root / "docs").glob("*.md")))
+script_vars = {}
+for top in ("scripts", "tools"):
+    for path in sorted((root / top).rglob("*")):
+        if not path.is_file() or path.suffix in (".cpp", ".hpp", ".c", ".h", ".cu", ".md", ".csv", ".png"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        rel = str(path.relative_to(root))
+        for name in re.findall(r'\$\{(AGX_[A-Z0-9_]+):?[-=?+]|environ(?:\.get)?[\[(]"(AGX_[A-Z0-9_]+)"', text):
+            script_vars.setdefault(name[0] or name[1], rel)
+if not script_vars:
+    problems.append("no AGX_* variable read by a script (has the layout changed?)")
+for name, where in sorted(script_vars.items()):
+    if name in in_code:
+        continue
+    if name in SELF_SET:
+        if where != SELF_SET[name]:
+            problems.append(f"{name} is read by {where}, not only set and read by {SELF_SET[name]}: document it")
+        continue
+    if not re.search(rf"\b{name}\b", docs_text):
+        problems.append(f"{name} (read by {where}) is named nowhere in README.md or docs/")
+
+# 4. The tools' command-line options: every option of agx-bench (tools/bench/options.cpp)
+#    has a row in the options table of docs/benchmarks.md ("### Options"), and every
+#    option of agx-tune and agx-info is named on the page that describes the tool.
+bench_src = read("tools/bench/options.cpp")
+bench_opts = sorted(set(re.findall(r'\b(?:value|flag)\("(--[a-z-]+)"', bench_src)))
+bench_doc = read("docs/benchmarks.md")
+m = re.search(r"^### Options.*?$(.*?)^#", bench_doc, re.M | re.S)
+bench_rows = "\n".join(l for l in (m.group(1) if m else "").splitlines() if l.startswith("|"))
+if not bench_opts or not bench_rows:
+    problems.append("found no agx-bench option or no options table in docs/benchmarks.md")
+for opt in bench_opts:
+    if not re.search(rf"`{re.escape(opt)}[ `\\]", bench_rows):
+        problems.append(f"agx-bench {opt} has no row in the options table of docs/benchmarks.md")
+TOOL_PAGES = {"tools/agx-tune.cpp": ["docs/tuning.md"],
+              "tools/agx-info.cpp": ["docs/tuning.md", "docs/algorithms.md"]}
+tool_opts = 0
+for src, pages in TOOL_PAGES.items():
+    text = read(src)
+    opts = set(re.findall(r'add_(?:option|flag)(?:_function<[^>]*>)?\("(--[a-z-]+)"', text))
+    opts |= set(re.findall(r'mode == "(--[a-z-]+)"', text))
+    tool_opts += len(opts)
+    page_text = "\n".join(read(p) for p in pages)
+    for opt in sorted(opts):
+        if not re.search(rf"{re.escape(opt)}(?![a-z-])", page_text):
+            problems.append(f"{src.split('/')[-1][:-4]} {opt} is named nowhere in {' or '.join(pages)}")
+
+# 5. Links: every relative link of README.md and docs/*.md names a file or folder of the
 #    repository, and an anchor (#...) names a heading of its page (GitHub's slugs).
 def slug(heading):
     text = re.sub(r"[`*]|\[([^]]*)\]\([^)]*\)", lambda m: m.group(1) or "", heading.strip().lower())
@@ -123,6 +184,7 @@ for page in pages:
 for p in problems:
     print("FAIL:", p)
 print(f"check_docs: {len(in_code)} variables in the code, {len(rows)} in docs/environment.md, "
-      f"{len(names)} algorithms, {len(node_paths)} node paths, {links} links: "
+      f"{len(names)} algorithms, {len(node_paths)} node paths, {links} links, "
+      f"{len(script_vars)} script variables, {len(bench_opts) + tool_opts} tool options: "
       + ("all match" if not problems else f"{len(problems)} mismatches"))
 sys.exit(1 if problems else 0)

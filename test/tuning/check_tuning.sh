@@ -10,7 +10,8 @@ trap 'rm -rf "$scratch"' EXIT
 run() { "$mpirun" --oversubscribe "$@"; }
 
 # 1. A real measurement, small: the file must parse and carry the machine and the command.
-run -np 3 "$tools/agx-tune" --crossovers --max-bytes 1024 --output "$scratch/tune.txt" >/dev/null
+# --max-bytes takes agx-bench's sizes: 1K is 1024 (the last `best` size class below).
+run -np 3 "$tools/agx-tune" --crossovers --max-bytes 1K --output "$scratch/tune.txt" >/dev/null
 grep -q '^agx-tuning 1$' "$scratch/tune.txt"
 grep -q '^command agx-tune --crossovers' "$scratch/tune.txt"
 grep -q '^best 3 3 1024 ' "$scratch/tune.txt"
@@ -60,7 +61,7 @@ if echo "$grouped" | grep -E '^ +65536 B' | grep -q '\*direct'; then
 fi
 # Bad values are refused with a message and exit status 2 (before: agx-info read --sizes
 # 8:x as 8:0; agx-tune read --max-bytes 1x as 1, and --max-bytes x threw out of main).
-for bad in "agx-tune --max-bytes 1x|agx-tune: --max-bytes: not a number: '1x'" \
+for bad in "agx-tune --max-bytes 1x|agx-tune: --max-bytes: not a size: '1x'" \
            "agx-tune --no-such-option|agx-tune: The following argument was not expected: --no-such-option" \
            "agx-info --sizes 8:x|agx-info: --sizes: not a number: 'x'" \
            "agx-info --call 12k|agx-info: --call: not a number: '12k'"; do

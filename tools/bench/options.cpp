@@ -95,27 +95,8 @@ Self-test:
 }
 
 using agx_tools::number;
+using agx_tools::parse_bytes;
 using agx_tools::split;
-
-std::size_t parse_bytes(const std::string& option, const std::string& text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) bad_value(option, "not a size: '" + text + "'");
-  const auto value = number<unsigned long long>(option, text.substr(0, digits));
-  std::string suffix = text.substr(digits);
-  unsigned shift = 0;
-  if (!suffix.empty() && std::string("KkMmGg").find(suffix[0]) != std::string::npos) {
-    shift = suffix[0] == 'K' || suffix[0] == 'k' ? 10 : suffix[0] == 'M' || suffix[0] == 'm' ? 20 : 30;
-    suffix.erase(0, 1);
-    if (suffix == "iB" || suffix == "B") suffix.clear();
-  } else if (suffix == "B") {
-    suffix.clear();
-  }
-  if (!suffix.empty()) bad_value(option, "not a size: '" + text + "'");
-  if (value > (std::numeric_limits<std::size_t>::max() >> shift))
-    bad_value(option, "too large: '" + text + "'");
-  return static_cast<std::size_t>(value) << shift;
-}
 
 Form parse_form(std::string name) {
   const std::string given = name;
