@@ -175,3 +175,33 @@ def test_bad_input_raises_on_every_rank(rank, size):
     out = torch.empty(size * 4)
     dist.all_gather_into_tensor(out, torch.full((4,), float(rank)))
     assert torch.equal(out, torch.arange(size, dtype=torch.float32).repeat_interleave(4))
+
+
+def test_wait_releases_the_gil(rank, size):
+    # Rank 0 starts its part 0.4 s late, so the others wait in Work.wait() that long; a
+    # Python thread must run meanwhile (it could not if wait() held the GIL).
+    import threading
+    import time
+    stamps, stop = [], threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+            time.sleep(0.005)
+
+    out = torch.empty(size * 4)
+    thread = threading.Thread(target=tick)
+    thread.start()
+    if rank == 0:
+        time.sleep(0.4)
+    work = dist.all_gather_into_tensor(out, torch.full((4,), float(rank)), async_op=True)
+    begin = time.perf_counter()
+    work.wait()
+    end = time.perf_counter()
+    stop.set()
+    thread.join()
+    assert torch.equal(out, torch.arange(size, dtype=torch.float32).repeat_interleave(4))
+    if rank != 0:
+        inside = [t for t in stamps if begin + 0.05 < t < end - 0.05]
+        assert end - begin > 0.2, "the wait did not wait for rank 0"
+        assert len(inside) >= 5, f"no Python thread ran during wait(): {len(inside)} ticks"
