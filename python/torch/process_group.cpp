@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -96,6 +97,47 @@ bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
   return an != 0 && bn != 0 && a0 < b0 + bn && b0 < a0 + an;
 }
 
+}  // namespace
+
+/// Byte tensors handed out for staging and given back when their call ends: at most
+/// kEntries kept, kBytes in all; a request takes the smallest kept one that holds it and
+/// is at most twice its size, else a new one.
+class StagingPool {
+ public:
+  at::Tensor take(std::size_t bytes, const at::TensorOptions& options) {
+    {
+      std::lock_guard lock(mutex_);
+      auto best = kept_.end();
+      for (auto it = kept_.begin(); it != kept_.end(); ++it) {
+        const auto size = static_cast<std::size_t>(it->numel());
+        if (it->device() == options.device() && size >= bytes && size <= 2 * bytes + 4096 &&
+            (best == kept_.end() || size < static_cast<std::size_t>(best->numel())))
+          best = it;
+      }
+      if (best != kept_.end()) {
+        at::Tensor t = std::move(*best);
+        kept_.erase(best);
+        return t;
+      }
+    }
+    return at::empty({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1))},
+                     options.dtype(at::kByte));
+  }
+  void give(at::Tensor t) {
+    std::lock_guard lock(mutex_);
+    std::size_t total = static_cast<std::size_t>(t.numel());
+    for (const auto& k : kept_) total += static_cast<std::size_t>(k.numel());
+    if (kept_.size() < kEntries && total <= kBytes) kept_.push_back(std::move(t));
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 4, kBytes = std::size_t{256} << 20;
+  std::mutex mutex_;
+  std::vector<at::Tensor> kept_;
+};
+
+namespace {
+
 /// One all-gather's buffers and layout in bytes. The output tensors are addressed where
 /// they are when they lie in one storage, dense and apart (a list of chunks of one tensor,
 /// the output of all_gather_into_tensor); else the call gathers into a staging buffer and
@@ -105,6 +147,7 @@ struct Gather {
   std::vector<std::size_t> bytes, offsets;
   at::Tensor input, staging;
   std::vector<at::Tensor> outs;
+  std::shared_ptr<StagingPool> pool;
 
   agx::Layout layout() const {
     const std::size_t b = bytes.empty() ? 0 : bytes.front();
@@ -124,10 +167,15 @@ struct Gather {
                         .view(outs[i].sizes()));
     }
   }
+  /// copy_out(), then the staging buffer goes back to the pool.
+  void finish() {
+    copy_out();
+    if (staging.defined() && pool) pool->give(std::move(staging));
+  }
 };
 
 std::shared_ptr<Gather> plan_gather(const at::Tensor& input, const std::vector<at::Tensor>& outs,
-                                    int rank, const char* what) {
+                                    int rank, const std::shared_ptr<StagingPool>& pool) {
   auto g = std::make_shared<Gather>();
   g->input = input.contiguous();
   g->outs = outs;
@@ -170,14 +218,13 @@ std::shared_ptr<Gather> plan_gather(const at::Tensor& input, const std::vector<a
     g->buffers = {in_place ? nullptr : g->input.data_ptr(), const_cast<char*>(base), in_place};
     return g;
   }
-  (void)what;
   std::size_t total = 0;
   for (std::size_t i = 0; i < n; ++i) {
     g->offsets[i] = total;
     total += g->bytes[i];
   }
-  g->staging = at::empty({static_cast<std::int64_t>(std::max<std::size_t>(total, 1))},
-                         g->input.options().dtype(at::kByte));
+  g->pool = pool;
+  g->staging = pool->take(total, g->input.options());
   g->buffers = {g->input.data_ptr(), g->staging.data_ptr(), false};
   return g;
 }
@@ -228,7 +275,9 @@ c10::intrusive_ptr<ProcessGroup> ProcessGroup::create_group(const std::vector<in
 }
 
 ProcessGroup::ProcessGroup(MPI_Comm comm)
-    : c10d::ProcessGroup(comm_rank(comm), comm_size(comm)), comm_(comm) {
+    : c10d::ProcessGroup(comm_rank(comm), comm_size(comm)),
+      comm_(comm),
+      staging_(std::make_shared<StagingPool>()) {
   mpi_check(MPI_Comm_dup(comm_, &mpi_), "MPI_Comm_dup");
   check_ = check_from_environment();
   // Sets agx up on the communicator now, while every rank makes the group (collective),
@@ -302,7 +351,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(
               outs[r].numel(), " elements, this rank's input ", in.numel(),
               " (uneven shapes are fine: each output tensor has its rank's input's shape)");
   agree(what, in.scalar_type(), in.numel(), expected);
-  auto g = plan_gather(in, outs, getRank(), what);
+  auto g = plan_gather(in, outs, getRank(), staging_);
   agx::Request request = agx::start_allgather_bytes(comm_, g->buffers, g->layout());
   last_algorithm_ = agx::full_name(request.choice());
   ++calls_[what];
@@ -310,7 +359,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(
   if (g->staging.defined()) keep.push_back(g->staging);
   return c10::make_intrusive<Work>(getRank(), c10d::OpType::ALLGATHER, "agx:all_gather",
                                    pending(std::move(request)), std::move(keep), outs,
-                                   [g] { g->copy_out(); }, g);
+                                   [g] { g->finish(); }, g);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::_allgather_base(at::Tensor& output,
@@ -329,7 +378,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::_allgather_base(at::Tensor& output,
   std::vector<at::Tensor> chunks;
   const at::Tensor flat = dense.view({-1});
   for (std::int64_t i = 0; i < n; ++i) chunks.push_back(flat.narrow(0, i * k, k));
-  auto g = plan_gather(input, chunks, getRank(), what);
+  auto g = plan_gather(input, chunks, getRank(), staging_);
   agx::Request request = agx::start_allgather_bytes(comm_, g->buffers, g->layout());
   last_algorithm_ = agx::full_name(request.choice());
   ++calls_[what];
@@ -340,7 +389,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::_allgather_base(at::Tensor& output,
       getRank(), c10d::OpType::_ALLGATHER_BASE, "agx:all_gather_into_tensor",
       pending(std::move(request)), std::move(keep), std::vector<at::Tensor>{output},
       [g, copy_back, dense, output]() mutable {
-        g->copy_out();
+        g->finish();
         if (copy_back) output.copy_(dense);
       },
       g);
@@ -371,7 +420,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_coalesced(
                 ": output list ", k, " holds ", outs[static_cast<std::size_t>(getRank())].numel(),
                 " elements for this rank, its input ", k, " has ", in.numel());
     agree(what, in.scalar_type(), in.numel(), expected);
-    auto g = plan_gather(in, outs, getRank(), what);
+    auto g = plan_gather(in, outs, getRank(), staging_);
     parts.push_back({g->buffers, g->bytes, g->offsets});
     keep.push_back(g->input);
     if (g->staging.defined()) keep.push_back(g->staging);
@@ -387,7 +436,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_coalesced(
                                    "agx:all_gather_coalesced", pending(std::move(request)),
                                    std::move(keep), std::move(results),
                                    [gathers] {
-                                     for (const auto& g : *gathers) g->copy_out();
+                                     for (const auto& g : *gathers) g->finish();
                                    },
                                    gathers);
 }

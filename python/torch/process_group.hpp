@@ -15,10 +15,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace agx::torch {
+
+class StagingPool;  // process_group.cpp
 
 class ProcessGroup final : public c10d::ProcessGroup {
  public:
@@ -98,6 +101,9 @@ class ProcessGroup final : public c10d::ProcessGroup {
   MPI_Comm comm_ = MPI_COMM_NULL;  // agx's all-gathers
   MPI_Comm mpi_ = MPI_COMM_NULL;   // the MPI library's operations (a duplicate)
   bool check_ = false;             // AGX_CHECK=1
+  // Staging buffers of list all-gathers whose outputs are separate tensors, reused from
+  // call to call (a fresh large buffer costs its page faults at every call).
+  std::shared_ptr<StagingPool> staging_;
   std::map<std::string, std::uint64_t> calls_;
   std::string last_algorithm_;
 };
