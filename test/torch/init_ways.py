@@ -52,6 +52,9 @@ if rank in (0, n - 1):
     o = torch.empty(2 if n > 1 else 1)
     dist.all_gather_into_tensor(o, torch.tensor([float(rank)]), group=sub)
     ok = ok and o.tolist() == ([0.0, float(n - 1)] if n > 1 else [0.0])
+# Every rank has passed new_group's store barrier before rank 0's store may go (with
+# init_method, the default group owns it and destroy_process_group stops it).
+dist.barrier()
 dist.destroy_process_group()
 ok = world.allreduce(ok, op=MPI.LAND)
 if world.rank == 0:
