@@ -100,8 +100,8 @@ bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
 }  // namespace
 
 /// Byte tensors handed out for staging and given back when their call ends: at most
-/// kEntries kept, kBytes in all; a request takes the smallest kept one that holds it and
-/// is at most twice its size, else a new one.
+/// kEntries kept, kBytes in all, the oldest given back leaving first; a request takes the
+/// smallest kept one that holds it and is at most twice its size, else a new one.
 class StagingPool {
  public:
   at::Tensor take(std::size_t bytes, const at::TensorOptions& options) {
@@ -123,11 +123,18 @@ class StagingPool {
     return at::empty({static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1))},
                      options.dtype(at::kByte));
   }
+  /// Keeps `t` as the newest; the oldest kept ones go while more than kEntries or kBytes
+  /// are kept (a working set of sizes stays, not only the sizes seen first).
   void give(at::Tensor t) {
     std::lock_guard lock(mutex_);
-    std::size_t total = static_cast<std::size_t>(t.numel());
+    if (static_cast<std::size_t>(t.numel()) > kBytes) return;
+    kept_.push_back(std::move(t));
+    std::size_t total = 0;
     for (const auto& k : kept_) total += static_cast<std::size_t>(k.numel());
-    if (kept_.size() < kEntries && total <= kBytes) kept_.push_back(std::move(t));
+    while (kept_.size() > kEntries || total > kBytes) {
+      total -= static_cast<std::size_t>(kept_.front().numel());
+      kept_.erase(kept_.begin());
+    }
   }
 
  private:
