@@ -26,6 +26,7 @@
 
 #include "bench/encoded.hpp"
 #include "bench/fused.hpp"
+#include "bench/mixed.hpp"
 #include "bench/options.hpp"
 #include "bench/problem.hpp"
 #include "bench/report.hpp"
@@ -47,8 +48,10 @@ int run(int argc, char** argv) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
   const bench::Settings s = bench::parse(argc, argv, rank);
-  if (s.fused > 0 || s.encoded) {
-    const int status = s.encoded ? bench::run_encoded(comm, s) : bench::run_fused(comm, s);
+  if (s.fused > 0 || s.encoded || !s.mixed.empty()) {
+    const int status = s.encoded          ? bench::run_encoded(comm, s)
+                       : !s.mixed.empty() ? bench::run_mixed(comm, s)
+                                          : bench::run_fused(comm, s);
     MPI_Comm_free(&comm);
     return status;
   }

@@ -79,6 +79,14 @@ Encoded mode (tools/bench/encoded.cpp, docs/fused.md):
                      the encoded all-gather (sparse, lz4, zstd, automatic) and
                      MPI_Allgather, with bytes on the wire and the compressor's speed
   --data D,D,...     low_entropy, weights, sparse, random (default all)
+Mixed-size mode (tools/bench/mixed.cpp, docs/benchmarks.md):
+  --mixed            instead of the sweep: steps of all-gathers whose totals (all ranks'
+                     bytes) cycle through a training step's sizes (default: 4K, 1M, 8M,
+                     64K, 1M, 8M, 4K, 1M, 8M, 256K, 2M, 16K), each call with its own
+                     buffers, every result verified; the MPI library, the drop-in and
+                     auto; step time and per-call times
+  --mixed-sizes T,T,...   the step's totals instead (implies --mixed)
+  --steps S          steps per candidate and pass (default 25)
 Self-test:
   --corrupt NAME     flip one received byte after every call of candidate NAME, to
                      show that a wrong result is reported as WRONG (exit status 1)
@@ -97,6 +105,15 @@ Self-test:
 using agx_tools::number;
 using agx_tools::parse_bytes;
 using agx_tools::split;
+
+}  // namespace
+
+std::vector<std::size_t> default_mixed_step() {
+  constexpr std::size_t K = 1024, M = 1024 * 1024;
+  return {4 * K, 1 * M, 8 * M, 64 * K, 1 * M, 8 * M, 4 * K, 1 * M, 8 * M, 256 * K, 2 * M, 16 * K};
+}
+
+namespace {
 
 Form parse_form(std::string name) {
   const std::string given = name;
@@ -265,6 +282,21 @@ Settings parse(int argc, char** argv, int rank) {
     s.fused = s.fused_ks.empty() ? 0 : s.fused_ks.front();
   });
   flag("--encoded", [&] { s.encoded = true; });
+  flag("--mixed", [&] {
+    if (s.mixed.empty()) s.mixed = default_mixed_step();
+  });
+  value("--mixed-sizes", [&](Text v) {
+    s.mixed.clear();
+    for (const auto& t : split(v)) {
+      s.mixed.push_back(parse_bytes("--mixed-sizes", t));
+      if (s.mixed.back() == 0) bad_value("--mixed-sizes", "every total must be at least 1 byte");
+    }
+    if (s.mixed.empty()) bad_value("--mixed-sizes", "needs at least one size");
+  });
+  value("--steps", [&](Text v) {
+    s.steps = number<int>("--steps", v);
+    if (s.steps < 1) bad_value("--steps", "must be at least 1, not '" + v + "'");
+  });
   value("--data", [&](Text v) {
     s.data = split(v);
     for (const auto& d : s.data)

@@ -63,7 +63,12 @@ struct Settings {
   std::vector<int> fused_ks;        ///< --fused K,K,...: every K, one table each
   bool encoded = false;             ///< --encoded: the encoded mode (tools/bench/encoded.hpp)
   std::vector<std::string> data{"low_entropy", "weights", "sparse", "random"};  ///< --data
+  std::vector<std::size_t> mixed;   ///< --mixed: the step's totals (all ranks' bytes per call)
+  int steps = 25;                   ///< --mixed: steps per candidate and pass
 };
+
+/// The default step of --mixed: the totals of a training step's 12 all-gathers.
+std::vector<std::size_t> default_mixed_step();
 
 /// Thrown by parse() for --help (code 0) and for bad arguments (code 2, message printed).
 struct UsageExit {
