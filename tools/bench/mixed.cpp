@@ -112,6 +112,7 @@ int run_mixed(MPI_Comm comm, const Settings& s) {
       cands[k].call(step, c);
       stamp[c + 1] = MPI_Wtime();
     }
+    if (cands[k].name == s.corrupt) step.recv.back()[0] ^= 1;  // self-test (--corrupt)
     for (std::size_t c = 0; c < calls; ++c) spans[c] = stamp[c + 1] - stamp[c];
     spans[calls] = stamp[calls] - stamp[0];
     MPI_Allreduce(MPI_IN_PLACE, spans.data(), static_cast<int>(calls + 1), MPI_DOUBLE, MPI_MAX, comm);
