@@ -341,17 +341,21 @@ int gather(const GatherCall& c) {
                               ? Options{a.id, true, a.radix}
                               : Options{Algorithm::automatic, false};
   CallChoice choice;
+  AlgorithmChoice ran_choice;  // what ran, with its radix
   bool repeatable = false;  // the next call of this shape may take fast_call.cpp's path
-  if (!gather_compressed(c, p, a, ran)) {  // a compressed call is never repeated uncompressed
+  if (gather_compressed(c, p, a, ran)) {  // a compressed call is never repeated uncompressed
+    ran_choice = what_ran(ran, a);  // (the encoded all-gather ran `a` forced)
+  } else {
     ran = blocking_call(c.comm, p.buffers, p.layout, options, &choice);
+    ran_choice = what_ran(ran, choice.algorithm, choice.rival.algorithm);
     // Not after a call the first-call rule deferred, nor where the device path ran
     // another algorithm.
     repeatable = !choice.deferred && (ran == choice.algorithm.id ||
                                       (choice.try_direct_write && ran == Algorithm::shared_memory));
   }
   p.stage_out();
-  record_call(ran, p.b.total_bytes, timed ? PMPI_Wtime() - t0 : 0.0);
-  announce(c.comm, c.function, ran, p.b.total_bytes);
+  record_call(ran_choice, p.b.total_bytes, timed ? PMPI_Wtime() - t0 : 0.0);
+  announce(c.comm, c.function, ran_choice, p.b.total_bytes);
   if (repeatable) record_shape(p, choice);
   return MPI_SUCCESS;
 }

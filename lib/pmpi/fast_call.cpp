@@ -65,7 +65,8 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     const Buffers buffers{in_place ? nullptr : sendbuf, recvbuf, in_place};
     const Layout layout = Layout::uniform(s.nranks, s.block);
     const Algorithm ran = run_blocking(*s.ctx, s.choice, buffers, layout);
-    record_call(ran, total, timed ? PMPI_Wtime() - t0 : 0.0);
+    record_call(what_ran(ran, s.choice.algorithm, s.choice.rival.algorithm), total,
+                timed ? PMPI_Wtime() - t0 : 0.0);
     return MPI_SUCCESS;
   });
   return true;

@@ -34,6 +34,9 @@ struct Pending {
   Request request;  ///< nonblocking
   EncodedRequest encoded;  ///< nonblocking under AGX_COMPRESS (call.hpp, start_compressed)
   bool is_encoded = false;
+  /// Encoded: the algorithm the start forced (AGX_ALGO; automatic: none). The encoded
+  /// result names only the algorithm that ran, so its radix is known only where forced.
+  AlgorithmChoice encoded_forced;
   Plan plan;        ///< persistent
   MPI_Request handle = MPI_REQUEST_NULL;  ///< what the user holds
   int tag = 0;                            ///< persistent: of the self message
@@ -139,9 +142,9 @@ void set_running(Pending& p, bool on) {
 void complete(Pending& p) {
   if (p.error == MPI_SUCCESS) {
     p.call->stage_out();
-    record_call(p.persistent   ? p.plan.algorithm()
-                : p.is_encoded ? p.encoded.result().algorithm
-                               : p.request.algorithm(),
+    record_call(p.persistent   ? p.plan.choice()
+                : p.is_encoded ? what_ran(p.encoded.result().algorithm, p.encoded_forced)
+                               : p.request.choice(),
                 p.call->b.total_bytes, PMPI_Wtime() - p.started);
   }
   set_running(p, false);
@@ -216,9 +219,10 @@ int start_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
     if (std::optional<EncodedRequest> e = start_compressed(call, options)) {
       p->encoded = std::move(*e);
       p->is_encoded = true;  // its algorithm is chosen once the encoded sizes are in
+      p->encoded_forced = AlgorithmChoice{options.algorithm, options.radix};
     } else {
       p->request = start_allgather_bytes(c.comm, call.buffers, call.layout, options);
-      announce(c.comm, c.function, p->request.algorithm(), call.b.total_bytes);
+      announce(c.comm, c.function, p->request.choice(), call.b.total_bytes);
     }
     check_mpi(PMPI_Grequest_start(query_state, free_state, cancel_state, p.get(), &p->handle),
               "MPI_Grequest_start");
@@ -244,7 +248,7 @@ int init_persistent(const GatherCall& c, MPI_Request* request) noexcept {
     const PreparedCall& call = *p->call;
     p->plan = plan_allgather_bytes(c.comm, call.buffers, call.layout,
                                    pick_nonblocking_options(call));
-    announce(c.comm, c.function, p->plan.algorithm(), call.b.total_bytes);
+    announce(c.comm, c.function, p->plan.choice(), call.b.total_bytes);
     std::lock_guard lock(table_mutex);
     if (self_comm == MPI_COMM_NULL)
       check_mpi(PMPI_Comm_dup(MPI_COMM_SELF, &self_comm), "MPI_Comm_dup");

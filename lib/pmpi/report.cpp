@@ -8,9 +8,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -18,14 +22,61 @@
 namespace agx::pmpi {
 namespace {
 
-// One row per registered algorithm, in registry order (all radices of one algorithm
-// count in its row).
-const std::size_t n_algorithms = algorithms().size();
+// One row per algorithm and radix: every registered algorithm at its default radix and
+// at each radix the registry lists, then, for an algorithm with a radix, a row for calls
+// whose radix was not reported ("bruck:k=?"), then rows for other radices met at run
+// time (AGX_ALGO=bruck:k=5), added on first sight. The rows of the registry are fixed
+// at start-up, so that the hot path finds its row without a lock.
+constexpr std::size_t extra_rows = 32;
+
+struct FixedRows {
+  std::vector<AlgorithmChoice> keys;
+  std::vector<std::size_t> first;  ///< per algorithm id: its first row
+  std::vector<std::size_t> count;  ///< per algorithm id: its rows
+};
+const FixedRows fixed = [] {
+  FixedRows f;
+  for (const AlgorithmInfo& a : algorithms()) {
+    f.first.push_back(f.keys.size());
+    if (a.default_radix == 0) {
+      f.keys.push_back({a.id, 0});
+    } else {
+      f.keys.push_back({a.id, a.default_radix});
+      for (int k : a.radices)
+        if (k != a.default_radix) f.keys.push_back({a.id, k});
+      f.keys.push_back({a.id, unknown_radix});
+    }
+    f.count.push_back(f.keys.size() - f.first.back());
+  }
+  return f;
+}();
+const std::size_t n_rows = fixed.keys.size() + extra_rows;
+
+// The extra rows' keys (id << 32 | radix; 0: unused), appended under `mutex`.
+std::array<std::atomic<std::uint64_t>, extra_rows> extra_keys{};
+std::atomic<std::size_t> extras_used{0};
+
+std::uint64_t key_of(const AlgorithmChoice& c) {
+  return std::uint64_t(static_cast<std::uint32_t>(c.id)) << 32 | static_cast<std::uint32_t>(c.radix);
+}
+AlgorithmChoice choice_of(std::uint64_t key) {
+  return {static_cast<Algorithm>(static_cast<int>(key >> 32)), static_cast<int>(key & 0xffffffffu)};
+}
+
+/// `c` with the radix as the rows hold it: 0 for an algorithm without one, the default
+/// for 0.
+AlgorithmChoice normalized(AlgorithmChoice c) {
+  const auto i = static_cast<std::size_t>(c.id);
+  if (i >= fixed.first.size()) return {Algorithm::automatic, 0};
+  const int def = algorithms()[i].default_radix;
+  c.radix = def == 0 ? 0 : c.radix == 0 ? def : c.radix;
+  return c;
+}
 
 struct Counters {
-  std::vector<unsigned long long> calls = std::vector<unsigned long long>(n_algorithms);
-  std::vector<unsigned long long> bytes = std::vector<unsigned long long>(n_algorithms);
-  std::vector<double> seconds = std::vector<double>(n_algorithms);
+  std::vector<unsigned long long> calls = std::vector<unsigned long long>(n_rows);
+  std::vector<unsigned long long> bytes = std::vector<unsigned long long>(n_rows);
+  std::vector<double> seconds = std::vector<double>(n_rows);
   unsigned long long passthrough = 0;
   unsigned long long encoded = 0;
 };
@@ -35,10 +86,10 @@ struct Counters {
 // them relaxed, so a sum taken while calls run is a recent one.
 struct Tally {
   std::vector<std::atomic<unsigned long long>> calls =
-      std::vector<std::atomic<unsigned long long>>(n_algorithms);
+      std::vector<std::atomic<unsigned long long>>(n_rows);
   std::vector<std::atomic<unsigned long long>> bytes =
-      std::vector<std::atomic<unsigned long long>>(n_algorithms);
-  std::vector<std::atomic<double>> seconds = std::vector<std::atomic<double>>(n_algorithms);
+      std::vector<std::atomic<unsigned long long>>(n_rows);
+  std::vector<std::atomic<double>> seconds = std::vector<std::atomic<double>>(n_rows);
   std::atomic<unsigned long long> passthrough{0};
   std::atomic<unsigned long long> encoded{0};
 };
@@ -52,8 +103,45 @@ std::mutex mutex;  // guards everything below
 std::vector<const Tally*> live;  // the tallies of running threads
 Counters retired;                // what threads that ended counted
 
+/// The row of `c` (normalized): a fixed row, else an extra one, added on first sight
+/// (under the mutex); when the extra rows are all taken, the algorithm's "radix not
+/// reported" row.
+std::size_t row_of(AlgorithmChoice c) {
+  c = normalized(c);
+  const auto id = static_cast<std::size_t>(c.id);
+  if (id >= fixed.first.size()) return 0;  // not a registered id: auto's row (never used)
+  for (std::size_t r = fixed.first[id], end = r + fixed.count[id]; r < end; ++r)
+    if (fixed.keys[r].radix == c.radix) return r;
+  const std::uint64_t key = key_of(c);
+  const auto find = [&](std::size_t used) -> std::size_t {
+    for (std::size_t e = 0; e < used; ++e)
+      if (extra_keys[e].load(std::memory_order_relaxed) == key) return fixed.keys.size() + e;
+    return 0;
+  };
+  if (const std::size_t r = find(extras_used.load(std::memory_order_acquire))) return r;
+  std::lock_guard lock(mutex);
+  const std::size_t used = extras_used.load(std::memory_order_relaxed);
+  if (const std::size_t r = find(used)) return r;
+  if (used == extra_rows)
+    return fixed.first[id] + fixed.count[id] - 1;  // its {id, unknown_radix} row
+  extra_keys[used].store(key, std::memory_order_relaxed);
+  extras_used.store(used + 1, std::memory_order_release);
+  return fixed.keys.size() + used;
+}
+
+/// The key of row `r`.
+AlgorithmChoice row_key(std::size_t r) {
+  return r < fixed.keys.size() ? fixed.keys[r]
+                               : choice_of(extra_keys[r - fixed.keys.size()].load(std::memory_order_acquire));
+}
+
+/// "bruck:k=4"; "bruck:k=?" where the radix was not reported.
+std::string row_name(const AlgorithmChoice& c) {
+  return c.radix == unknown_radix ? std::string(to_string(c.id)) + ":k=?" : full_name(c);
+}
+
 void add(Counters& into, const Tally& t) {
-  for (std::size_t i = 0; i < n_algorithms; ++i) {
+  for (std::size_t i = 0; i < n_rows; ++i) {
     into.calls[i] += t.calls[i].load(std::memory_order_relaxed);
     into.bytes[i] += t.bytes[i].load(std::memory_order_relaxed);
     into.seconds[i] += t.seconds[i].load(std::memory_order_relaxed);
@@ -102,7 +190,7 @@ int next_comm_id = 0;
 struct CommNote {
   int id = 0;
   bool passthrough_said = false;
-  std::set<std::pair<int, int>> said;  // (size class, algorithm)
+  std::set<std::pair<int, std::uint64_t>> said;  // (size class, algorithm and radix)
 };
 
 int delete_note(MPI_Comm, int, void* attr, void*) {
@@ -169,8 +257,15 @@ void say(const std::string& line) {
 
 }  // namespace
 
-void record_call(Algorithm a, std::size_t bytes, double seconds) {
-  const auto i = static_cast<std::size_t>(a);
+AlgorithmChoice what_ran(Algorithm ran, const AlgorithmChoice& chosen,
+                         const AlgorithmChoice& rival) {
+  if (ran == chosen.id) return chosen;
+  if (ran == rival.id) return rival;
+  return {ran, algorithm_info(ran).default_radix == 0 ? 0 : unknown_radix};
+}
+
+void record_call(const AlgorithmChoice& a, std::size_t bytes, double seconds) {
+  const std::size_t i = row_of(a);
   Tally& t = own_tally();
   bump(t.calls[i], 1ULL);
   bump(t.bytes[i], static_cast<unsigned long long>(bytes));
@@ -181,14 +276,16 @@ void record_passthrough() { bump(own_tally().passthrough, 1ULL); }
 
 void record_encoded() { bump(own_tally().encoded, 1ULL); }
 
-void announce(MPI_Comm comm, const char* function, Algorithm a, std::size_t total_bytes) {
+void announce(MPI_Comm comm, const char* function, const AlgorithmChoice& a,
+              std::size_t total_bytes) {
   if (!verbose() || !is_rank_zero(comm)) return;
+  const AlgorithmChoice c = normalized(a);
   std::lock_guard lock(mutex);
   CommNote* note = note_of(comm);
   const int k = size_class(total_bytes);
-  if (note == nullptr || !note->said.insert({k, static_cast<int>(a)}).second) return;
+  if (note == nullptr || !note->said.insert({k, key_of(c)}).second) return;
   say("agx: " + std::string(function) + " on " + comm_label(comm, note->id) + ", " +
-      class_text(k) + " gathered per rank: " + std::string(to_string(a)));
+      class_text(k) + " gathered per rank: " + row_name(c));
 }
 
 void announce_passthrough(MPI_Comm comm, const char* function, const char* why) {
@@ -217,13 +314,41 @@ void print_summary() {
     std::lock_guard lock(mutex);
     mine = sum();
   }
-  Counters all;
-  const int n = static_cast<int>(n_algorithms);
-  PMPI_Reduce(mine.calls.data(), all.calls.data(), n, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
+  // The rows of every rank in one order: the fixed rows, then the union of the extra
+  // rows any rank added (each rank adds its own in the order it met them).
+  std::array<std::uint64_t, extra_rows> my_extras{};
+  for (std::size_t e = 0; e < extras_used.load(); ++e) my_extras[e] = extra_keys[e].load();
+  int world = 0;
+  PMPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::vector<std::uint64_t> every_extra(extra_rows * static_cast<std::size_t>(world));
+  PMPI_Allgather(my_extras.data(), static_cast<int>(extra_rows), MPI_UINT64_T, every_extra.data(),
+                 static_cast<int>(extra_rows), MPI_UINT64_T, MPI_COMM_WORLD);
+  std::erase(every_extra, std::uint64_t{0});
+  std::sort(every_extra.begin(), every_extra.end());
+  every_extra.erase(std::unique(every_extra.begin(), every_extra.end()), every_extra.end());
+  std::vector<AlgorithmChoice> keys = fixed.keys;
+  for (std::uint64_t k : every_extra) keys.push_back(choice_of(k));
+  Counters ordered, all;
+  for (Counters* c : {&ordered, &all}) {
+    c->calls.assign(keys.size(), 0);
+    c->bytes.assign(keys.size(), 0);
+    c->seconds.assign(keys.size(), 0.0);
+  }
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    if (mine.calls[r] == 0) continue;
+    const auto at = static_cast<std::size_t>(
+        std::find(keys.begin(), keys.end(), row_key(r)) - keys.begin());
+    ordered.calls[at] = mine.calls[r];
+    ordered.bytes[at] = mine.bytes[r];
+    ordered.seconds[at] = mine.seconds[r];
+  }
+  const int n = static_cast<int>(keys.size());
+  PMPI_Reduce(ordered.calls.data(), all.calls.data(), n, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
               MPI_COMM_WORLD);
-  PMPI_Reduce(mine.bytes.data(), all.bytes.data(), n, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
+  PMPI_Reduce(ordered.bytes.data(), all.bytes.data(), n, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
               MPI_COMM_WORLD);
-  PMPI_Reduce(mine.seconds.data(), all.seconds.data(), n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  PMPI_Reduce(ordered.seconds.data(), all.seconds.data(), n, MPI_DOUBLE, MPI_MAX, 0,
+              MPI_COMM_WORLD);
   PMPI_Reduce(&mine.passthrough, &all.passthrough, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
               MPI_COMM_WORLD);
   const AllocCounts a = alloc_counts();
@@ -242,11 +367,19 @@ void print_summary() {
   std::snprintf(line, sizeof line, "agx summary: %-20s %14s %18s %14s\n", "algorithm",
                 "calls(sum)", "bytes(sum)", "time_s(max)");
   text += line;
-  for (std::size_t i = 0; i < n_algorithms; ++i) {
+  // One row per algorithm and radix that ran: registry order, radices rising, calls
+  // whose radix was not reported last.
+  std::vector<std::size_t> order(keys.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto rank_of = [&](std::size_t i) {
+    return std::pair{keys[i].id, keys[i].radix == unknown_radix ? INT_MAX : keys[i].radix};
+  };
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t x, std::size_t y) { return rank_of(x) < rank_of(y); });
+  for (std::size_t i : order) {
     if (all.calls[i] == 0) continue;
     std::snprintf(line, sizeof line, "agx summary: %-20s %14llu %18llu %14.6f\n",
-                  std::string(algorithms()[i].name).c_str(), all.calls[i], all.bytes[i],
-                  all.seconds[i]);
+                  row_name(keys[i]).c_str(), all.calls[i], all.bytes[i], all.seconds[i]);
     text += line;
   }
   std::snprintf(line, sizeof line, "agx summary: %-20s %14llu\n", "passed-to-MPI",
@@ -267,13 +400,29 @@ void print_summary() {
 
 extern "C" unsigned long long agx_pmpi_calls(const char* algorithm) {
   using namespace agx::pmpi;
+  // NULL or "": every call; "bruck": every radix of bruck; "bruck:k=4": that radix only.
+  const std::string_view text = algorithm == nullptr ? std::string_view() : algorithm;
+  std::optional<agx::AlgorithmChoice> want;
+  bool any_radix = false;
+  if (!text.empty()) {
+    if (text.find(':') == std::string_view::npos) {
+      const std::optional<agx::Algorithm> id = agx::parse_algorithm(text);
+      if (id) want = agx::AlgorithmChoice{*id, 0};
+      any_radix = true;
+    } else {
+      want = agx::parse_algorithm_choice(text);
+    }
+    if (!want || want->id == agx::Algorithm::automatic) return 0;
+    *want = normalized(*want);
+  }
   std::lock_guard lock(mutex);
   const Counters all = sum();
   unsigned long long total = 0;
-  for (std::size_t i = 0; i < n_algorithms; ++i)
-    if (algorithm == nullptr || *algorithm == '\0' ||
-        agx::algorithms()[i].name == std::string_view(algorithm))
-      total += all.calls[i];
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    if (all.calls[r] == 0) continue;
+    const agx::AlgorithmChoice k = row_key(r);
+    if (!want || (k.id == want->id && (any_radix || k.radix == want->radix))) total += all.calls[r];
+  }
   return total;
 }
 

@@ -12,8 +12,20 @@
 
 namespace agx::pmpi {
 
-/// Counts one call that agx ran: `bytes` gathered on this rank, `seconds` spent.
-void record_call(Algorithm a, std::size_t bytes, double seconds);
+/// The radix of a call that ran an algorithm with a radix without saying which
+/// (reported as "bruck:k=?").
+constexpr int unknown_radix = -1;
+
+/// What ran, with its parameters: `chosen` or `rival` where `ran` is one of theirs (the
+/// chooser's pair differ in algorithm: a node path against a point-to-point one); else an
+/// algorithm the call's path put in their place (direct write runs as shared_memory,
+/// device buffers may run another), whose radix, where it takes one, is not known.
+AlgorithmChoice what_ran(Algorithm ran, const AlgorithmChoice& chosen,
+                         const AlgorithmChoice& rival = {});
+
+/// Counts one call that agx ran, with the algorithm and radix that ran (AGX_SUMMARY has
+/// a row for each): `bytes` gathered on this rank, `seconds` spent.
+void record_call(const AlgorithmChoice& a, std::size_t bytes, double seconds);
 
 /// Counts one call handed to the MPI library.
 void record_passthrough();
@@ -22,10 +34,11 @@ void record_passthrough();
 /// record_call under the algorithm that carried the encoded blocks).
 void record_encoded();
 
-/// AGX_VERBOSE: on the communicator's rank 0, names the algorithm the first time
-/// it runs for this communicator and size class (power-of-two bucket of the bytes
-/// gathered per rank).
-void announce(MPI_Comm comm, const char* function, Algorithm a, std::size_t total_bytes);
+/// AGX_VERBOSE: on the communicator's rank 0, names the algorithm with its parameters
+/// ("bruck:k=4", agx::full_name) the first time it runs for this communicator and size
+/// class (power-of-two bucket of the bytes gathered per rank).
+void announce(MPI_Comm comm, const char* function, const AlgorithmChoice& a,
+              std::size_t total_bytes);
 
 /// AGX_VERBOSE: on the communicator's rank 0, says once per communicator why its
 /// calls go to the MPI library.
@@ -50,7 +63,9 @@ AllocCounts alloc_counts();
 
 extern "C" {
 /// Calls that went through agx in this process: all of them for a null or empty
-/// name, else those that ran the named algorithm ("ring", ...).
+/// name; for a name, those that ran the algorithm ("ring"; "bruck": every radix); for a
+/// name with its radix ("bruck:k=4", as AGX_ALGO and AGX_SUMMARY write it), those that
+/// ran that radix. 0 for a name that does not parse.
 unsigned long long agx_pmpi_calls(const char* algorithm);
 /// Calls this process handed to the MPI library (AGX_DISABLE, inter-communicators, ...).
 unsigned long long agx_pmpi_passthrough_calls(void);

@@ -18,6 +18,10 @@
    and agx-info option is named on the page of its tool (docs/tuning.md, docs/algorithms.md).
 5. Every relative link of README.md and docs/*.md names a file of the repository, and
    its anchor (#...) a heading of that page.
+6. The interposer's report lines quoted in README.md and docs/*.md (`agx summary:` rows,
+   AGX_VERBOSE's "... gathered per rank: NAME") name algorithms as the interposer prints
+   them: a name AGX_ALGO reads, with its radix where the algorithm takes one ("bruck:k=2",
+   agx::full_name; tools/algorithms.py parse_choice reads it).
 
     test/docs/check_docs.py [SOURCE_ROOT]      # exit 0: all match; 1: each mismatch printed
 """
@@ -181,10 +185,34 @@ for page in pages:
         elif frag and dest.suffix == ".md" and frag not in anchors(dest):
             problems.append(f"{rel}: the link ({target}) names no heading of {dest.relative_to(root)}")
 
+# 6. The interposer's report lines: every algorithm with its parameters.
+sys.path.insert(0, str(root / "tools"))
+import algorithms  # noqa: E402  (tools/algorithms.py: the registry's data)
+
+report_names = 0
+for page in pages:
+    for line in page.read_text(encoding="utf-8").splitlines():
+        said = re.findall(r"agx summary: (\S+) +\d", line)
+        said += re.findall(r"gathered per rank: ([\w:=?]+)", line)
+        for name in said:
+            if name == "passed-to-MPI":
+                continue
+            report_names += 1
+            rel = page.relative_to(root)
+            try:
+                radix = algorithms.parse_choice(name, str(root / "include/agx/algorithms.def"))[1]
+            except ValueError as e:
+                problems.append(f"{rel}: the report line naming '{name}' is not what the interposer prints ({e})")
+                continue
+            if radix and ":" not in name:
+                problems.append(f"{rel}: the report line naming '{name}' lacks its radix "
+                                f"(the interposer prints {name}:k={radix})")
+
 for p in problems:
     print("FAIL:", p)
 print(f"check_docs: {len(in_code)} variables in the code, {len(rows)} in docs/environment.md, "
       f"{len(names)} algorithms, {len(node_paths)} node paths, {links} links, "
-      f"{len(script_vars)} script variables, {len(bench_opts) + tool_opts} tool options: "
+      f"{len(script_vars)} script variables, {len(bench_opts) + tool_opts} tool options, "
+      f"{report_names} report names: "
       + ("all match" if not problems else f"{len(problems)} mismatches"))
 sys.exit(1 if problems else 0)

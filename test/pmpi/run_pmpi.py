@@ -11,11 +11,12 @@ Open MPI gets the variables with `-x K=V`, MPICH with `-genv K V`; LD_PRELOAD is
 never set for the launcher itself. --algo must parse as AGX_ALGO does (the registry's
 data, tools/algorithms.py) unless the run expects warnings (an invalid AGX_ALGO is what
 those runs test): a name the check cannot read fails instead of turning the check off.
-The algorithms the summary and the verbose lines name must parse too, and match --algo:
-the name, and the radix wherever the line states one (the interposer names the algorithm
-without its radix so far). --radix-takes-effect: one of the rank counts must be one where
-the radix of --algo changes the schedule (bruck: k < N; locality_bruck: k < N and k
-divides N). Exit 0 when every run passed, 77 (skip) when the program is missing."""
+The algorithms the summary and the verbose lines name must parse too, state their radix
+where they take one (the interposer names every algorithm with its parameters,
+"bruck:k=2"), and match --algo: the name and the radix. --radix-takes-effect: one of
+the rank counts must be one where the radix of --algo changes the schedule (bruck:
+k < N; locality_bruck: k < N and k divides N). Exit 0 when every run passed, 77 (skip)
+when the program is missing."""
 
 import argparse
 import os
@@ -43,9 +44,11 @@ def matches(want, reported):
         got = algorithms.parse_choice(reported)
     except ValueError as e:
         return [f"the interposer reported '{reported}', which does not parse: {e}"]
+    if got[1] != 0 and ":" not in reported:
+        return [f"the interposer reported '{reported}' without its radix"]
     if want is None or want[0] == "auto":  # (None: an invalid AGX_ALGO, warned of)
         return []
-    if got[0] != want[0] or (":" in reported and got[1] != want[1]):
+    if got != want:
         return [f"AGX_ALGO names {want[0]}" + (f" with k={want[1]}" if want[1] else "") +
                 f" but the interposer reported '{reported}'"]
     return []
