@@ -6,7 +6,9 @@
  *   3. MPI_Allgather_init, MPI_Comm_free, then three MPI_Start/MPI_Wait: the data of
  *      every start is there; MPI_Request_free at the end.
  * Every rank's block is a pattern of (start, rank, index); guard words after the
- * receive region must stay untouched. Exit 1 on the first wrong word. */
+ * receive region must stay untouched. Every call that completed must be agx's, none passed
+ * to the MPI library (served.h: the interposer's counters; AGX_TEST_EXPECT=mpi: the other
+ * way round). Exit 1 on the first wrong word or a call agx did not serve. */
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
@@ -14,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "served.h"
 
 #if MPI_VERSION >= 4
 #define ALLGATHER_INIT MPI_Allgather_init
@@ -49,7 +53,7 @@ static void dup_set_up(MPI_Comm* c) {
   int n = 0, one = 1;
   MPI_Comm_size(*c, &n);
   int* all = malloc(sizeof(int) * (size_t)n);
-  MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, *c);
+  served_blocking(MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, *c));
   free(all);
 }
 
@@ -76,10 +80,10 @@ int main(int argc, char** argv) {
     int* recv = fresh_recv(n);
     for (int i = 0; i < count; ++i) send[i] = value(1, rank, i);
     MPI_Request req;
-    MPI_Iallgather(send, count, MPI_INT, recv, count, MPI_INT, c, &req);
+    served_started(MPI_Iallgather(send, count, MPI_INT, recv, count, MPI_INT, c, &req));
     MPI_Comm_free(&c);
     if (c != MPI_COMM_NULL) bad = 1;
-    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    served_completed(MPI_Wait(&req, MPI_STATUS_IGNORE));
     bad |= check(recv, n, 1, "iallgather after MPI_Comm_free");
     free(recv);
   }
@@ -94,11 +98,12 @@ int main(int argc, char** argv) {
       dup_set_up(&c[j]);
       recv[j] = fresh_recv(n);
       for (int i = 0; i < count; ++i) sends[j][i] = value(10 + j, rank, i);
-      MPI_Iallgather(sends[j], count, MPI_INT, recv[j], count, MPI_INT, c[j], &req[j]);
+      served_started(
+          MPI_Iallgather(sends[j], count, MPI_INT, recv[j], count, MPI_INT, c[j], &req[j]));
     }
     for (int j = 0; j < k; ++j) MPI_Comm_free(&c[j]);
     for (int j = k - 1; j >= 0; --j) {
-      MPI_Wait(&req[j], MPI_STATUS_IGNORE);
+      served_completed(MPI_Wait(&req[j], MPI_STATUS_IGNORE));
       char what[64];
       snprintf(what, sizeof what, "request %d of %d after MPI_Comm_free", j, k);
       bad |= check(recv[j], n, 10 + j, what);
@@ -112,12 +117,13 @@ int main(int argc, char** argv) {
     dup_set_up(&c);
     int* recv = fresh_recv(n);
     MPI_Request req;
-    ALLGATHER_INIT(send, count, MPI_INT, recv, count, MPI_INT, c, MPI_INFO_NULL, &req);
+    served_started(
+        ALLGATHER_INIT(send, count, MPI_INT, recv, count, MPI_INT, c, MPI_INFO_NULL, &req));
     MPI_Comm_free(&c);
     for (int s = 0; s < 3; ++s) {
       for (int i = 0; i < count; ++i) send[i] = value(100 + s, rank, i);
       MPI_Start(&req);
-      MPI_Wait(&req, MPI_STATUS_IGNORE);
+      served_completed(MPI_Wait(&req, MPI_STATUS_IGNORE));
       bad |= check(recv, n, 100 + s, "persistent start after MPI_Comm_free");
     }
     MPI_Request_free(&req);
@@ -128,5 +134,6 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) printf("comm_free_c: %s at %d ranks\n", any ? "FAILED" : "ok", n);
   MPI_Finalize();
-  return any;
+  const int unserved = served_check(rank, "comm_free_c"); /* after MPI_Finalize: all complete */
+  return any || unserved ? 1 : 0;
 }

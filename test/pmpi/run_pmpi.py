@@ -4,8 +4,8 @@ rank counts and checks what the interposer printed.
 
   run_pmpi.py --kind openmpi|mpich --mpirun PATH [--mpirun-arg ARG]... --preload SO[:SO...]
               --np 1,2,3 [--algo NAME[:k=K]] [--env K=V]... [--expect-summary]
-              [--expect-verbose] [--expect-warnings N] [--expect-mpi]
-              [--radix-takes-effect] -- PROGRAM [ARGS]
+              [--expect-verbose] [--expect-warnings N] [--expect-mpi] [--max-passed N]
+              [--calls-per-rank N] [--radix-takes-effect] -- PROGRAM [ARGS]
 
 Open MPI gets the variables with `-x K=V`, MPICH with `-genv K V`; LD_PRELOAD is
 never set for the launcher itself. --algo must parse as AGX_ALGO does (the registry's
@@ -15,8 +15,10 @@ The algorithms the summary and the verbose lines name must parse too, state thei
 where they take one (the interposer names every algorithm with its parameters,
 "bruck:k=2"), and match --algo: the name and the radix. --radix-takes-effect: one of
 the rank counts must be one where the radix of --algo changes the schedule (bruck:
-k < N; locality_bruck: k < N and k divides N). Exit 0 when every run passed, 77 (skip)
-when the program is missing."""
+k < N; locality_bruck: k < N and k divides N). --calls-per-rank N (with --expect-summary):
+agx served exactly N calls on each rank (the summary's calls add up to N times the ranks),
+for a program that cannot count them itself. Exit 0 when every run passed, 77 (skip) when
+the program is missing."""
 
 import argparse
 import os
@@ -80,6 +82,10 @@ def check_output(opts, np, out):
                 problems += matches(opts.choice, row)
             if opts.max_passed is not None and passed > opts.max_passed:
                 problems.append(f"{passed} calls passed to MPI, at most {opts.max_passed} expected")
+            served = sum(int(c) for c in rows.values())
+            if opts.calls_per_rank is not None and served != opts.calls_per_rank * np:
+                problems.append(f"agx served {served} calls, expected {opts.calls_per_rank} on "
+                                f"each of {np} ranks")
     if opts.expect_verbose:
         said = re.findall(r"^agx: MPI_Allgather on MPI_COMM_WORLD \(%d ranks?\), .*: (\S+)$" % np, out, re.M)
         if not said:
@@ -107,6 +113,7 @@ def main():
     p.add_argument("--expect-warnings", type=int)
     p.add_argument("--expect-mpi", action="store_true", help="every call passes to MPI")
     p.add_argument("--max-passed", type=int)
+    p.add_argument("--calls-per-rank", type=int)
     p.add_argument("--radix-takes-effect", action="store_true")
     p.add_argument("--timeout", type=float, default=90)
     p.add_argument("program", nargs=argparse.REMAINDER)
@@ -123,6 +130,9 @@ def main():
             print(f"FAIL: --algo {opts.algo}: {e}")
             return 1
         opts.choice = None
+    if opts.calls_per_rank is not None and not opts.expect_summary:
+        print("FAIL: --calls-per-rank reads the summary: it needs --expect-summary")
+        return 1
     ranks = [int(x) for x in opts.np.split(",") if x]
     if opts.radix_takes_effect and not (opts.choice and any(radix_takes_effect(opts.choice, n) for n in ranks)):
         print(f"FAIL: --radix-takes-effect: the radix of {opts.algo} changes nothing at {opts.np} ranks")

@@ -29,6 +29,9 @@
  *   repeat         many calls of one shape with new buffers, then in place, another type,
  *                  errors, and a new communicator of another size: right data, right
  *                  classes (the interposer's repeated-call path)
+ * Every case also checks that agx served each call that completed and passed none to the
+ * MPI library (served.h, with the interposer's counters; AGX_TEST_EXPECT=mpi: the other
+ * way round), and under a forced AGX_ALGO that each ran it.
  * Exit status 0 on success, 1 on a wrong answer; a hang is caught by the runner. */
 
 #include <mpi.h>
@@ -41,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "served.h"
 
 #if MPI_VERSION >= 4
 #define ALLGATHER_INIT MPI_Allgather_init
@@ -130,7 +135,7 @@ static MPI_Comm fresh_comm(void) {
 static MPI_Comm used_comm(void) {
   MPI_Comm comm = fresh_comm();
   int one = me, *all = ints((size_t)n);
-  MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, comm);
+  served_blocking(MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, comm));
   free(all);
   return comm;
 }
@@ -142,13 +147,14 @@ static void case_alias(void) {
   fill(buf, c);
   /* Same buffer for both, no MPI_IN_PLACE: erroneous. Rank 0's send data is exactly
    * its own block; the other ranks' overlaps block 0. */
-  const int rc = MPI_Allgather(buf, c, MPI_INT, buf, c, MPI_INT, comm);
+  const int rc = served_blocking(MPI_Allgather(buf, c, MPI_INT, buf, c, MPI_INT, comm));
   expect_everywhere("MPI_Allgather(buf, buf)", rc, MPI_ERR_BUFFER, comm);
   /* the communicator still works */
   int* send = ints(c);
   fill(send, c);
   expect_everywhere("MPI_Allgather afterwards",
-                    MPI_Allgather(send, c, MPI_INT, buf, c, MPI_INT, comm), MPI_SUCCESS, comm);
+                    served_blocking(MPI_Allgather(send, c, MPI_INT, buf, c, MPI_INT, comm)),
+                    MPI_SUCCESS, comm);
   CHECK(gathered(buf, c), "wrong data afterwards");
   free(send);
   free(buf);
@@ -163,7 +169,8 @@ static void case_start_active(void) {
   int* recv = ints((size_t)n * c);
   fill(send, c);
   MPI_Request req;
-  int rc = ALLGATHER_INIT(send, c, MPI_INT, recv, c, MPI_INT, comm, MPI_INFO_NULL, &req);
+  int rc = served_started(
+      ALLGATHER_INIT(send, c, MPI_INT, recv, c, MPI_INT, comm, MPI_INFO_NULL, &req));
   expect_everywhere("MPI_Allgather_init", rc, MPI_SUCCESS, comm);
   for (int round = 0; round < 20; ++round) {
     rc = MPI_Start(&req);
@@ -176,7 +183,7 @@ static void case_start_active(void) {
     if (round == 0) report("MPI_Start on an active request", rc);
     CHECK(class_of(rc) == MPI_ERR_REQUEST, "round %d: second MPI_Start: %s, expected "
           "MPI_ERR_REQUEST", round, class_name(class_of(rc)));
-    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    rc = served_completed(MPI_Wait(&req, MPI_STATUS_IGNORE));
     CHECK(rc == MPI_SUCCESS, "round %d: MPI_Wait: %s", round, class_name(class_of(rc)));
     CHECK(gathered(recv, c), "round %d: wrong data", round);
     for (int i = 0; i < n * c; ++i) recv[i] = -77;
@@ -198,12 +205,12 @@ static void case_cancel(void) {
   int* recv = ints((size_t)n * c);
   fill(send, c);
   MPI_Request req;
-  int rc = MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
+  int rc = served_started(MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req));
   CHECK(rc == MPI_SUCCESS, "MPI_Iallgather: %s", class_name(class_of(rc)));
   rc = MPI_Cancel(&req);
   expect_everywhere("MPI_Cancel on a running MPI_Iallgather", rc, MPI_ERR_REQUEST, comm);
   MPI_Status status;
-  rc = MPI_Wait(&req, &status);
+  rc = served_completed(MPI_Wait(&req, &status));
   CHECK(rc == MPI_SUCCESS, "MPI_Wait: %s", class_name(class_of(rc)));
   int cancelled = 1;
   MPI_Test_cancelled(&status, &cancelled);
@@ -223,7 +230,8 @@ static void case_free_running(void) {
   for (int k = 0; k < rounds; ++k) {
     recv[k] = ints((size_t)n * c);
     MPI_Request req;
-    int rc = MPI_Iallgather(send, c, MPI_INT, recv[k], c, MPI_INT, comm, &req);
+    int rc =
+        served_started(MPI_Iallgather(send, c, MPI_INT, recv[k], c, MPI_INT, comm, &req));
     CHECK(rc == MPI_SUCCESS, "MPI_Iallgather %d: %s", k, class_name(class_of(rc)));
     rc = MPI_Request_free(&req);
     CHECK(rc == MPI_SUCCESS && req == MPI_REQUEST_NULL, "MPI_Request_free %d: %s", k,
@@ -232,8 +240,8 @@ static void case_free_running(void) {
   /* Other requests meanwhile (handles may be reused). */
   int* other = ints((size_t)n * c);
   MPI_Request req;
-  MPI_Iallgather(send, c, MPI_INT, other, c, MPI_INT, comm, &req);
-  int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  served_started(MPI_Iallgather(send, c, MPI_INT, other, c, MPI_INT, comm, &req));
+  int rc = served_completed(MPI_Wait(&req, MPI_STATUS_IGNORE));
   CHECK(rc == MPI_SUCCESS && gathered(other, c), "a later MPI_Iallgather: %s",
         class_name(class_of(rc)));
   /* The freed ones complete: poll MPI (which lets agx progress) until the data is there. */
@@ -246,7 +254,8 @@ static void case_free_running(void) {
     for (int k = 0; k < rounds && arrived; ++k) arrived = gathered(recv[k], c);
   }
   CHECK(arrived, "the data of freed requests did not arrive within 30 s");
-  rc = MPI_Allgather(send, c, MPI_INT, other, c, MPI_INT, comm);
+  if (arrived) served_add(rounds); /* completed: agx counts them (by MPI_Finalize) */
+  rc = served_blocking(MPI_Allgather(send, c, MPI_INT, other, c, MPI_INT, comm));
   CHECK(rc == MPI_SUCCESS && gathered(other, c), "a later MPI_Allgather: %s",
         class_name(class_of(rc)));
   printf("rank %d: %d freed running requests completed: %s\n", me, rounds, arrived ? "yes" : "no");
@@ -272,7 +281,7 @@ static void case_type(int freed) {
   } else {
     stale = pair; /* never committed */
   }
-  const int rc = MPI_Allgather(send, 1, stale, recv, 1, stale, comm);
+  const int rc = served_blocking(MPI_Allgather(send, 1, stale, recv, 1, stale, comm));
   expect_everywhere(freed ? "MPI_Allgather with a freed datatype"
                           : "MPI_Allgather with an uncommitted datatype",
                     rc, MPI_ERR_TYPE, comm);
@@ -294,7 +303,7 @@ static void grow_segment(MPI_Comm comm) {
   int* s = ints((size_t)big);
   int* r = ints((size_t)n * big);
   fill(s, big);
-  CHECK(MPI_Allgather(s, big, MPI_INT, r, big, MPI_INT, comm) == MPI_SUCCESS,
+  CHECK(served_blocking(MPI_Allgather(s, big, MPI_INT, r, big, MPI_INT, comm)) == MPI_SUCCESS,
         "an agreeing call of %d ints failed", big);
   free(s);
   free(r);
@@ -316,7 +325,8 @@ static void case_counts_grow(void) {
     int* send = ints((size_t)mine);
     int* recv = ints((size_t)n * mine);
     fill(send, mine);
-    const int rc = MPI_Allgather(send, mine, MPI_INT, recv, mine, MPI_INT, comm);
+    const int rc =
+        served_blocking(MPI_Allgather(send, mine, MPI_INT, recv, mine, MPI_INT, comm));
     char what[80];
     snprintf(what, sizeof what, "counts %d here, %s", mine, k == 0 ? "fresh" : "grown");
     report(what, rc);
@@ -342,7 +352,8 @@ static void case_counts(void) {
     int* send = ints((size_t)mine);
     int* recv = ints((size_t)n * c);
     fill(send, mine);
-    const int rc = MPI_Allgather(send, mine, MPI_INT, recv, mine, MPI_INT, comm);
+    const int rc =
+        served_blocking(MPI_Allgather(send, mine, MPI_INT, recv, mine, MPI_INT, comm));
     char what[80];
     snprintf(what, sizeof what, "counts %d / %d", c - 1, c);
     report(what, rc);
@@ -376,7 +387,8 @@ static void case_truncate(void) {
   int* counts = ints((size_t)n);
   int* displs = ints((size_t)n);
   for (int r = 0; r < n; ++r) counts[r] = me == 0 && r != 0 ? c - 1 : c, displs[r] = r * c;
-  const int rc = MPI_Allgatherv(send, c, MPI_INT, recv, counts, displs, MPI_INT, comm);
+  const int rc =
+      served_blocking(MPI_Allgatherv(send, c, MPI_INT, recv, counts, displs, MPI_INT, comm));
   report("MPI_Allgatherv into short blocks", rc);
   CHECK(class_of(rc) != MPI_ERR_IN_STATUS, "MPI_ERR_IN_STATUS from MPI_Allgatherv");
   if (me == 0)
@@ -412,14 +424,14 @@ static void case_attributes(void) {
   int* recv = ints((size_t)n * c);
   fill(send, c);
   for (int k = 0; k < 3; ++k) {
-    const int rc = MPI_Allgather(send, c, MPI_INT, recv, c, MPI_INT, comm);
+    const int rc = served_blocking(MPI_Allgather(send, c, MPI_INT, recv, c, MPI_INT, comm));
     expect_everywhere("MPI_Allgather on a communicator with a user attribute", rc, MPI_SUCCESS,
                       comm);
     CHECK(gathered(recv, c), "wrong data");
   }
   MPI_Request req;
-  MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
-  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  served_started(MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req));
+  served_completed(MPI_Wait(&req, MPI_STATUS_IGNORE));
   CHECK(gathered(recv, c), "wrong data (nonblocking)");
   CHECK(copies == 0, "the copy callback ran %d times (the program never duplicated)", copies);
   CHECK(deletes == 0, "the delete callback ran %d times before MPI_Comm_free", deletes);
@@ -441,21 +453,21 @@ static void case_first_nonblocking(void) {
     MPI_Request req;
     int token = 42;
     if (n >= 2 && me == 1) MPI_Recv(&token, 1, MPI_INT, 0, 7, comm, MPI_STATUS_IGNORE);
-    int rc = MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
+    int rc = served_started(MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req));
     CHECK(rc == MPI_SUCCESS, "MPI_Iallgather: %s", class_name(class_of(rc)));
     if (n >= 2 && me == 0) MPI_Ssend(&token, 1, MPI_INT, 1, 7, comm);
-    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    rc = served_completed(MPI_Wait(&req, MPI_STATUS_IGNORE));
     CHECK(rc == MPI_SUCCESS && gathered(recv, c), "round %d: MPI_Wait: %s or wrong data", round,
           class_name(class_of(rc)));
     /* then blocking calls on the same communicator, and nonblocking ones again */
     for (int i = 0; i < n * c; ++i) recv[i] = -77;
-    rc = MPI_Allgather(send, c, MPI_INT, recv, c, MPI_INT, comm);
+    rc = served_blocking(MPI_Allgather(send, c, MPI_INT, recv, c, MPI_INT, comm));
     CHECK(rc == MPI_SUCCESS && gathered(recv, c), "round %d: MPI_Allgather after", round);
     for (int i = 0; i < n * c; ++i) recv[i] = -77;
     if (n >= 2 && me == 1) MPI_Recv(&token, 1, MPI_INT, 0, 8, comm, MPI_STATUS_IGNORE);
-    MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req);
+    served_started(MPI_Iallgather(send, c, MPI_INT, recv, c, MPI_INT, comm, &req));
     if (n >= 2 && me == 0) MPI_Ssend(&token, 1, MPI_INT, 1, 8, comm);
-    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    served_completed(MPI_Wait(&req, MPI_STATUS_IGNORE));
     CHECK(gathered(recv, c), "round %d: MPI_Iallgather after", round);
     free(send);
     free(recv);
@@ -478,7 +490,8 @@ static void case_repeat(void) {
     int* r = recv[(k / 2) % 2];
     for (int i = 0; i < n * c; ++i) r[i] = -77;
     for (int i = 0; i < c; ++i) s[i] = value(me, i) + k;
-    CHECK(MPI_Allgather(s, c, MPI_INT, r, c, MPI_INT, comm) == MPI_SUCCESS, "call %d failed", k);
+    CHECK(served_blocking(MPI_Allgather(s, c, MPI_INT, r, c, MPI_INT, comm)) == MPI_SUCCESS,
+          "call %d failed", k);
     for (int q = 0; q < n; ++q)
       for (int i = 0; i < c; ++i)
         CHECK(r[q * c + i] == value(q, i) + k, "call %d: block %d element %d is %d", k, q, i,
@@ -489,28 +502,30 @@ static void case_repeat(void) {
     for (int i = 0; i < n * c; ++i) recv[0][i] = -77;
     fill(recv[0] + me * c, c);
     expect_everywhere("in place after repeats",
-                      MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv[0], c, MPI_INT, comm),
+                      served_blocking(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv[0],
+                                                    c, MPI_INT, comm)),
                       MPI_SUCCESS, comm);
     CHECK(gathered(recv[0], c), "in place: wrong data");
   }
   /* the same bytes as MPI_BYTE */
   fill(send[0], c);
   expect_everywhere("bytes after ints",
-                    MPI_Allgather(send[0], c * (int)sizeof(int), MPI_BYTE, recv[1],
-                                  c * (int)sizeof(int), MPI_BYTE, comm),
+                    served_blocking(MPI_Allgather(send[0], c * (int)sizeof(int), MPI_BYTE,
+                                                  recv[1], c * (int)sizeof(int), MPI_BYTE, comm)),
                     MPI_SUCCESS, comm);
   CHECK(gathered(recv[1], c), "bytes: wrong data");
   fill(send[0], c);
-  expect_everywhere("ints again", MPI_Allgather(send[0], c, MPI_INT, recv[1], c, MPI_INT, comm),
+  expect_everywhere("ints again",
+                    served_blocking(MPI_Allgather(send[0], c, MPI_INT, recv[1], c, MPI_INT, comm)),
                     MPI_SUCCESS, comm);
   /* errors once the shape is known */
   fill(recv[0], c);
   expect_everywhere("alias after repeats",
-                    MPI_Allgather(recv[0], c, MPI_INT, recv[0], c, MPI_INT, comm),
+                    served_blocking(MPI_Allgather(recv[0], c, MPI_INT, recv[0], c, MPI_INT, comm)),
                     MPI_ERR_BUFFER, comm);
   expect_everywhere("NULL receive buffer after repeats",
-                    MPI_Allgather(send[0], c, MPI_INT, NULL, c, MPI_INT, comm), MPI_ERR_BUFFER,
-                    comm);
+                    served_blocking(MPI_Allgather(send[0], c, MPI_INT, NULL, c, MPI_INT, comm)),
+                    MPI_ERR_BUFFER, comm);
   MPI_Comm_free(&comm);
   /* a new communicator of another size, perhaps under the freed handle */
   MPI_Comm half;
@@ -522,7 +537,8 @@ static void case_repeat(void) {
   for (int k = 0; k < 3; ++k) {
     for (int i = 0; i < n * c; ++i) recv[0][i] = -77;
     for (int i = 0; i < c; ++i) send[0][i] = hme * 100 + i;
-    CHECK(MPI_Allgather(send[0], c, MPI_INT, recv[0], c, MPI_INT, half) == MPI_SUCCESS,
+    CHECK(served_blocking(MPI_Allgather(send[0], c, MPI_INT, recv[0], c, MPI_INT, half)) ==
+              MPI_SUCCESS,
           "half: call failed");
     for (int q = 0; q < hn; ++q)
       for (int i = 0; i < c; ++i)
@@ -561,5 +577,8 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (me == 0) printf("semantics_c %s: %d ranks: %s\n", name, n, all == 0 ? "OK" : "FAILED");
   MPI_Finalize();
-  return all == 0 ? 0 : 1;
+  char program[64];
+  snprintf(program, sizeof program, "semantics_c %s", name);
+  const int unserved = served_check(me, program); /* after MPI_Finalize: all complete */
+  return all == 0 && !unserved ? 0 : 1;
 }
