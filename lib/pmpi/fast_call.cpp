@@ -30,6 +30,7 @@ struct Shape {
   std::size_t block = 0;  ///< bytes of every block
   CallChoice choice;    ///< what the full call chose (core/choose.hpp)
   bool timed = false;   ///< AGX_SUMMARY (settings are read once: fixed)
+  std::size_t row = 0, rival_row = 0;  ///< the counters' rows of the choice and its rival
 };
 // Initial-exec TLS: the interposer is loaded at start-up (LD_PRELOAD or linked), so
 // its few hot thread-locals (this, call.cpp's `inside`, report.cpp's tally pointer)
@@ -65,8 +66,13 @@ bool run_repeated(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     const Buffers buffers{in_place ? nullptr : sendbuf, recvbuf, in_place};
     const Layout layout = Layout::uniform(s.nranks, s.block);
     const Algorithm ran = run_blocking(*s.ctx, s.choice, buffers, layout);
-    record_call(what_ran(ran, s.choice.algorithm, s.choice.rival.algorithm), total,
-                timed ? PMPI_Wtime() - t0 : 0.0);
+    const double seconds = timed ? PMPI_Wtime() - t0 : 0.0;
+    if (ran == s.choice.algorithm.id)
+      record_row(s.row, total, seconds);
+    else if (ran == s.choice.rival.algorithm.id)
+      record_row(s.rival_row, total, seconds);
+    else  // direct write (shared_memory), a device path's algorithm
+      record_call(what_ran(ran, s.choice.algorithm, s.choice.rival.algorithm), total, seconds);
     return MPI_SUCCESS;
   });
   return true;
@@ -90,7 +96,8 @@ void record_shape(const PreparedCall& p, const CallChoice& choice) noexcept {
   last = Shape{true,        c.comm,         c.sendtype,     c.recvtype,
                c.sendcount, c.recvcount,    p.user_in_place, deletions,
                ctx,         p.layout.nranks(), p.layout.bytes(0), choice,
-               settings().summary};
+               settings().summary, counter_row(choice.algorithm),
+               counter_row(choice.rival.algorithm)};
 }
 
 void forget_shape() noexcept { last.valid = false; }

@@ -31,12 +31,14 @@ constexpr std::size_t extra_rows = 32;
 
 struct FixedRows {
   std::vector<AlgorithmChoice> keys;
-  std::vector<std::size_t> first;  ///< per algorithm id: its first row
-  std::vector<std::size_t> count;  ///< per algorithm id: its rows
+  std::vector<std::size_t> first;    ///< per algorithm id: its first row
+  std::vector<std::size_t> count;    ///< per algorithm id: its rows
+  std::vector<int> default_radix;    ///< per algorithm id (the registry's, read once)
 };
 const FixedRows fixed = [] {
   FixedRows f;
   for (const AlgorithmInfo& a : algorithms()) {
+    f.default_radix.push_back(a.default_radix);
     f.first.push_back(f.keys.size());
     if (a.default_radix == 0) {
       f.keys.push_back({a.id, 0});
@@ -68,7 +70,7 @@ AlgorithmChoice choice_of(std::uint64_t key) {
 AlgorithmChoice normalized(AlgorithmChoice c) {
   const auto i = static_cast<std::size_t>(c.id);
   if (i >= fixed.first.size()) return {Algorithm::automatic, 0};
-  const int def = algorithms()[i].default_radix;
+  const int def = fixed.default_radix[i];
   c.radix = def == 0 ? 0 : c.radix == 0 ? def : c.radix;
   return c;
 }
@@ -264,8 +266,13 @@ AlgorithmChoice what_ran(Algorithm ran, const AlgorithmChoice& chosen,
   return {ran, algorithm_info(ran).default_radix == 0 ? 0 : unknown_radix};
 }
 
+std::size_t counter_row(const AlgorithmChoice& a) { return row_of(a); }
+
 void record_call(const AlgorithmChoice& a, std::size_t bytes, double seconds) {
-  const std::size_t i = row_of(a);
+  record_row(row_of(a), bytes, seconds);
+}
+
+void record_row(std::size_t i, std::size_t bytes, double seconds) {
   Tally& t = own_tally();
   bump(t.calls[i], 1ULL);
   bump(t.bytes[i], static_cast<unsigned long long>(bytes));

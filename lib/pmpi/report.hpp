@@ -27,6 +27,12 @@ AlgorithmChoice what_ran(Algorithm ran, const AlgorithmChoice& chosen,
 /// a row for each): `bytes` gathered on this rank, `seconds` spent.
 void record_call(const AlgorithmChoice& a, std::size_t bytes, double seconds);
 
+/// The counters' row of `a` (for a caller that counts one choice again and again:
+/// record_row then skips finding it).
+std::size_t counter_row(const AlgorithmChoice& a);
+/// record_call for the row counter_row gave.
+void record_row(std::size_t row, std::size_t bytes, double seconds);
+
 /// Counts one call handed to the MPI library.
 void record_passthrough();
 
