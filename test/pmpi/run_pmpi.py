@@ -143,6 +143,8 @@ def main():
         env["AGX_SUMMARY"] = "1"
     if opts.expect_mpi:
         env["AGX_TEST_EXPECT"] = "mpi"
+    if opts.choice is None:  # the program's counter check: no call runs this name
+        env["AGX_TEST_ALGO_INVALID"] = "1"
     for kv in opts.env:
         key, _, val = kv.partition("=")
         env[key] = val
