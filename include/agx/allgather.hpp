@@ -9,6 +9,7 @@
 #include <agx/options.hpp>
 #include <agx/request.hpp>
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <ranges>
@@ -22,7 +23,10 @@ namespace agx {
 
 namespace detail {
 
+/// The rank count; the first MPI call of every typed call, so it checks that MPI may be
+/// called at all (check_mpi_usable, request.hpp).
 inline int comm_size(MPI_Comm comm) {
+  check_mpi_usable();
   if (comm == MPI_COMM_NULL) throw Error(MPI_ERR_COMM, "agx: communicator is MPI_COMM_NULL");
   int n = 0;
   if (MPI_Comm_size(comm, &n) != MPI_SUCCESS) throw Error(MPI_ERR_COMM, "agx: invalid communicator");
@@ -115,6 +119,8 @@ class Allgather {
 
   /// The v form, out of place: rank i's counts[i] elements land at recv[displs[i]].
   /// Counts may be 0, displacements in any order; elements between blocks are untouched.
+  /// Blocks must not overlap one another (MPI_ERR_ARG naming two of them; an empty block
+  /// takes no room).
   template <IntegralRange C, IntegralRange D>
   Algorithm v(std::span<const T> send, std::span<T> recv, const C& counts,
               const D& displs) const {
@@ -299,7 +305,46 @@ class Allgather {
         throw Error(MPI_ERR_COUNT, "agx: the blocks of counts[0.." + std::to_string(i) +
                                        "] add up to more bytes than a buffer can hold");
     }
+    check_disjoint(vl);
     return vl;
+  }
+
+  /// Rejects blocks that share receive elements (each would overwrite the other), with
+  /// MPI_ERR_ARG naming two of them. Empty blocks take no room. One pass where the
+  /// non-empty blocks lie in ascending order (the usual layouts: nothing is allocated);
+  /// else they are sorted by offset once, O(N log N).
+  static void check_disjoint(const VLayout& vl) {
+    const std::size_t n = vl.bytes.size();
+    const auto end = [&](std::size_t b) { return vl.offsets[b] + vl.bytes[b]; };
+    std::size_t last = n;  // the last non-empty block so far
+    bool ascending = true;
+    for (std::size_t b = 0; b < n && ascending; ++b) {
+      if (vl.bytes[b] == 0) continue;
+      if (last != n && vl.offsets[b] < vl.offsets[last]) ascending = false;
+      else if (last != n && end(last) > vl.offsets[b]) throw overlap(vl, last, b);
+      else last = b;
+    }
+    if (ascending) return;
+    std::vector<std::size_t> order;
+    for (std::size_t b = 0; b < n; ++b)
+      if (vl.bytes[b] > 0) order.push_back(b);
+    std::ranges::sort(order, [&](std::size_t a, std::size_t b) {
+      return vl.offsets[a] != vl.offsets[b] ? vl.offsets[a] < vl.offsets[b] : a < b;
+    });
+    for (std::size_t k = 1; k < order.size(); ++k)
+      if (end(order[k - 1]) > vl.offsets[order[k]])
+        throw overlap(vl, std::min(order[k - 1], order[k]), std::max(order[k - 1], order[k]));
+  }
+
+  static Error overlap(const VLayout& vl, std::size_t a, std::size_t b) {
+    const auto block = [&](std::size_t i) {
+      return "block " + std::to_string(i) + ": displacement " +
+             std::to_string(vl.offsets[i] / sizeof(T)) + ", count " +
+             std::to_string(vl.bytes[i] / sizeof(T));
+    };
+    return Error(MPI_ERR_ARG, "agx: blocks " + std::to_string(a) + " and " + std::to_string(b) +
+                                  " overlap in the receive buffer (" + block(a) + "; " +
+                                  block(b) + ")");
   }
 
   MPI_Comm comm_;

@@ -18,8 +18,10 @@
 
 #include <agx/algorithm.hpp>
 #include <agx/bytes.hpp>
+#include <agx/error.hpp>
 #include <agx/options.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -31,11 +33,50 @@ struct OperationDeleter {
   void operator()(Operation* op) const noexcept;
 };
 using OperationPtr = std::unique_ptr<Operation, OperationDeleter>;
+
+/// 0: not yet seen usable; 1: between MPI_Init and MPI_Finalize; 2: MPI_Finalize began.
+inline std::atomic<int> mpi_usable_state{0};
+
+inline int mark_mpi_finalized(MPI_Comm, int, void*, void*) {
+  mpi_usable_state.store(2, std::memory_order_release);
+  return MPI_SUCCESS;
+}
+
+[[gnu::noinline]] inline void check_mpi_usable_slow() {
+  int finalized = 0, initialized = 0;
+  PMPI_Finalized(&finalized);
+  if (finalized)
+    throw Error(MPI_ERR_OTHER, "agx: called after MPI_Finalize (no MPI call is allowed then)");
+  PMPI_Initialized(&initialized);
+  if (!initialized)
+    throw Error(MPI_ERR_OTHER, "agx: called before MPI_Init (no MPI call is allowed then)");
+  // MPI_Finalize deletes MPI_COMM_SELF's attributes first: this one marks it, so that a
+  // usable MPI costs one atomic load per call from now on. (PMPI_: under the interposer
+  // the key is agx's own.)
+  static const bool hooked = [] {
+    int key = MPI_KEYVAL_INVALID;
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, mark_mpi_finalized, &key, nullptr) ==
+               MPI_SUCCESS &&
+           PMPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr) == MPI_SUCCESS;
+  }();
+  int unseen = 0;  // (never back from 2: a call made inside MPI_Finalize asks MPI again)
+  if (hooked) mpi_usable_state.compare_exchange_strong(unseen, 1, std::memory_order_acq_rel);
+}
+
+/// Throws agx::Error (MPI_ERR_OTHER) before MPI_Init and after MPI_Finalize, where any
+/// MPI call is erroneous (Open MPI aborts the job). agx::Allgather<T>'s calls (fused and
+/// encoded ones too), start_allgather_bytes, plan_allgather_bytes and Plan::start check
+/// this first.
+inline void check_mpi_usable() {
+  if (mpi_usable_state.load(std::memory_order_acquire) == 1) [[likely]] return;
+  check_mpi_usable_slow();
+}
 }  // namespace detail
 
 /// One started all-gather. Move-only. An empty (default-constructed or moved-from)
-/// request is complete. The destructor of an unfinished request waits for it (errors
-/// there are printed to stderr, never thrown); destroy requests before MPI_Finalize.
+/// request is complete: test() is true, wait() returns. The destructor of an unfinished
+/// request waits for it (errors there are printed to stderr, never thrown); destroy
+/// requests before MPI_Finalize.
 class Request {
  public:
   Request() = default;
@@ -65,7 +106,8 @@ class Request {
 /// persistent requests are made once for fixed (communicator, layout, buffers); each
 /// start() only moves data. Move-only; start/test/wait as often as needed, one start
 /// in flight at a time. The destructor waits for a running start; destroy plans
-/// before MPI_Finalize.
+/// before MPI_Finalize. An empty (default-constructed or moved-from) plan is complete;
+/// its start() throws.
 class Plan {
  public:
   Plan() = default;
@@ -76,7 +118,8 @@ class Plan {
   ~Plan();
 
   /// Starts one all-gather of the buffers given at planning (their current content).
-  /// Collective. Throws agx::Error (MPI_ERR_REQUEST) while a start is still running.
+  /// Collective. Throws agx::Error (MPI_ERR_REQUEST) while a start is still running and
+  /// on an empty plan, and MPI_ERR_OTHER after MPI_Finalize.
   void start();
   /// Advances without blocking; true once the last start is complete (or none ran).
   bool test();

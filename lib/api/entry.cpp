@@ -25,9 +25,29 @@
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace agx {
 namespace {
+
+// After MPI_Finalize (a request or plan destroyed then, as one at the end of main() is)
+// a communicator's state must not be freed: its members free communicators and shared
+// memory through MPI, which aborts then. MPI has released all of it already, so an
+// operation's reference moves, at that point, to a list that is never freed (the process
+// is ending); before MPI_Finalize it stays, to be dropped as usual.
+void keep_past_finalize(std::shared_ptr<CommContext>& ctx) noexcept {
+  // (Usually one load: the state is 1 from the first start or plan until MPI_Finalize.)
+  if (ctx == nullptr || detail::mpi_usable_state.load(std::memory_order_acquire) == 1) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) return;
+  static auto* const kept = new std::vector<std::shared_ptr<CommContext>>;
+  try {
+    kept->push_back(std::move(ctx));
+  } catch (...) {  // (out of memory: leave it where it is)
+    new std::shared_ptr<CommContext>(std::move(ctx));
+  }
+}
 
 // Whether a wait on ctx's communicator may spin before yielding (Operation::may_spin).
 bool spins(const CommContext& ctx) {
@@ -42,6 +62,7 @@ class Single final : public detail::Operation {
  public:
   Single(CommContext& ctx, const CallChoice& c, const Buffers& buffers, const Layout& layout)
       : Operation(c.algorithm, layout), ctx_(ctx.share()), call_choice_(c), buffers_(buffers) {}
+  ~Single() override { keep_past_finalize(ctx_); }  // (before the members go)
 
   /// An idle single call made this one (registered with the progress engine unless it
   /// runs inside another operation that drives it: Deferred), or a new one.
@@ -90,7 +111,8 @@ void Single::dispose() noexcept {
     return;
   }
   call_.reset();  // its node call goes back to its schedule's pool (hier/node_call.cpp)
-  ctx_.reset();   // the communicator's state may go now
+  keep_past_finalize(ctx_);
+  ctx_.reset();  // the communicator's state may go now
   if (!pool().keep(this)) delete this;
 }
 
@@ -102,9 +124,11 @@ class Persistent final : public detail::Operation {
       : Operation(c.algorithm, layout), ctx_(ctx.share()), call_choice_(c), buffers_(buffers) {
     if (c.path == CallPath::point_to_point) rounds_.emplace(ctx, c.algorithm, buffers, this->layout());
   }
+  ~Persistent() override { keep_past_finalize(ctx_); }  // (before the members go)
 
  private:
   void do_start() override {
+    detail::check_mpi_usable();  // a plan kept past MPI_Finalize: an error, not an abort
     if (rounds_) rounds_->check_usable();
     call_.reset();
     call_.emplace(*ctx_, call_choice_, buffers_, layout(), rounds_ ? &*rounds_ : nullptr);
@@ -142,6 +166,7 @@ class Deferred final : public detail::Operation {
 
  private:
   void do_start() override {
+    detail::check_mpi_usable();  // a plan kept past MPI_Finalize: an error, not an abort
     launched_ = false;
     if (ready_) {  // a plan's later starts: its own, at once (no launch to queue)
       guarded_launch([&] {
@@ -303,6 +328,7 @@ AlgorithmChoice choose_algorithm(MPI_Comm comm, const Layout& layout, const Opti
 
 Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                               const Options& options) {
+  detail::check_mpi_usable();  // before MPI_Init or after MPI_Finalize: MPI_ERR_OTHER
   check_config();
   detail::progress_from_environment();
   // A communicator not set up yet: the blocking set-up waits for every rank, which a start
@@ -327,6 +353,7 @@ Request start_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layou
 
 Plan plan_allgather_bytes(MPI_Comm comm, const Buffers& buffers, const Layout& layout,
                           const Options& options) {
+  detail::check_mpi_usable();
   check_config();
   detail::progress_from_environment();
   // The plan of a communicator not set up yet waits for no rank where a set-up in
