@@ -14,6 +14,7 @@
 #include "core/mpi_check.hpp"
 #include "pmpi/raise.hpp"
 #include "pmpi/report.hpp"
+#include "pmpi/settings.hpp"
 
 #include <sched.h>
 
@@ -37,6 +38,10 @@ struct Pending {
   /// Encoded: the algorithm the start forced (AGX_ALGO; automatic: none). The encoded
   /// result names only the algorithm that ran, so its radix is known only where forced.
   AlgorithmChoice encoded_forced;
+  /// AGX_VERBOSE's line, said at the completion: the algorithm was not chosen at the
+  /// start (encoded; a set-up still in flight).
+  bool announce_at_completion = false;
+  Announcement announcement;
   Plan plan;        ///< persistent
   MPI_Request handle = MPI_REQUEST_NULL;  ///< what the user holds
   int tag = 0;                            ///< persistent: of the self message
@@ -142,10 +147,12 @@ void set_running(Pending& p, bool on) {
 void complete(Pending& p) {
   if (p.error == MPI_SUCCESS) {
     p.call->stage_out();
-    record_call(p.persistent   ? p.plan.choice()
-                : p.is_encoded ? what_ran(p.encoded.result().algorithm, p.encoded_forced)
-                               : p.request.choice(),
-                p.call->b.total_bytes, PMPI_Wtime() - p.started);
+    const AlgorithmChoice ran =
+        p.persistent   ? p.plan.choice()
+        : p.is_encoded ? what_ran(p.encoded.result().algorithm, p.encoded_forced)
+                       : p.request.choice();
+    record_call(ran, p.call->b.total_bytes, PMPI_Wtime() - p.started);
+    if (p.announce_at_completion) announce_ran(p.announcement, ran);
   }
   set_running(p, false);
   if (p.error != MPI_SUCCESS) {
@@ -164,6 +171,19 @@ void complete(Pending& p) {
     // run free_state at once (MPICH does), so agx held it back until here.
     if (freed) check_mpi(PMPI_Request_free(&handle), "MPI_Request_free");
   }
+}
+
+/// AGX_VERBOSE's line for a start: now where the algorithm is chosen, else at completion.
+void announce_or_wait(Pending& p) {
+  const AlgorithmChoice a = p.persistent ? p.plan.choice()
+                            : p.is_encoded ? AlgorithmChoice{}
+                                           : p.request.choice();
+  p.announce_at_completion = a.id == Algorithm::automatic && verbose();
+  if (p.announce_at_completion)
+    p.announcement =
+        prepare_announcement(p.call->c.comm, p.call->c.function, p.call->b.total_bytes);
+  else
+    announce(p.call->c.comm, p.call->c.function, a, p.call->b.total_bytes);
 }
 
 /// One test of a running Pending; completes it when done. Errors are recorded and
@@ -222,8 +242,8 @@ int start_nonblocking(const GatherCall& c, MPI_Request* request) noexcept {
       p->encoded_forced = AlgorithmChoice{options.algorithm, options.radix};
     } else {
       p->request = start_allgather_bytes(c.comm, call.buffers, call.layout, options);
-      announce(c.comm, c.function, p->request.choice(), call.b.total_bytes);
     }
+    announce_or_wait(*p);
     check_mpi(PMPI_Grequest_start(query_state, free_state, cancel_state, p.get(), &p->handle),
               "MPI_Grequest_start");
     *request = p->handle;
@@ -248,7 +268,7 @@ int init_persistent(const GatherCall& c, MPI_Request* request) noexcept {
     const PreparedCall& call = *p->call;
     p->plan = plan_allgather_bytes(c.comm, call.buffers, call.layout,
                                    pick_nonblocking_options(call));
-    announce(c.comm, c.function, p->plan.choice(), call.b.total_bytes);
+    announce_or_wait(*p);
     std::lock_guard lock(table_mutex);
     if (self_comm == MPI_COMM_NULL)
       check_mpi(PMPI_Comm_dup(MPI_COMM_SELF, &self_comm), "MPI_Comm_dup");

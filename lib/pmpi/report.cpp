@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -185,6 +186,8 @@ Counters sum() {
 }
 
 std::set<std::string> warned;
+// What AGX_VERBOSE already said: (communicator's note id, size class, algorithm and radix).
+std::set<std::tuple<int, int, std::uint64_t>> said;
 int note_keyval = MPI_KEYVAL_INVALID;
 int next_comm_id = 0;
 
@@ -192,7 +195,6 @@ int next_comm_id = 0;
 struct CommNote {
   int id = 0;
   bool passthrough_said = false;
-  std::set<std::pair<int, std::uint64_t>> said;  // (size class, algorithm and radix)
 };
 
 int delete_note(MPI_Comm, int, void* attr, void*) {
@@ -210,7 +212,7 @@ CommNote* note_of(MPI_Comm comm) {
   int found = 0;
   if (PMPI_Comm_get_attr(comm, note_keyval, &attr, &found) != MPI_SUCCESS) return nullptr;
   if (found) return static_cast<CommNote*>(attr);
-  auto* note = new CommNote{++next_comm_id, false, {}};
+  auto* note = new CommNote{++next_comm_id, false};
   if (PMPI_Comm_set_attr(comm, note_keyval, note) != MPI_SUCCESS) {
     delete note;
     return nullptr;
@@ -283,16 +285,32 @@ void record_passthrough() { bump(own_tally().passthrough, 1ULL); }
 
 void record_encoded() { bump(own_tally().encoded, 1ULL); }
 
+Announcement prepare_announcement(MPI_Comm comm, const char* function,
+                                  std::size_t total_bytes) {
+  if (!verbose() || !is_rank_zero(comm)) return {};
+  std::lock_guard lock(mutex);
+  const CommNote* note = note_of(comm);
+  if (note == nullptr) return {};
+  const int k = size_class(total_bytes);
+  return {"agx: " + std::string(function) + " on " + comm_label(comm, note->id) + ", " +
+              class_text(k) + " gathered per rank: ",
+          note->id, k};
+}
+
+void announce_ran(const Announcement& line, const AlgorithmChoice& a) {
+  if (line.prefix.empty() || a.id == Algorithm::automatic) return;
+  const AlgorithmChoice c = normalized(a);
+  {
+    std::lock_guard lock(mutex);
+    if (!said.insert({line.comm_id, line.size_class, key_of(c)}).second) return;
+  }
+  say(line.prefix + row_name(c));
+}
+
 void announce(MPI_Comm comm, const char* function, const AlgorithmChoice& a,
               std::size_t total_bytes) {
-  if (!verbose() || !is_rank_zero(comm)) return;
-  const AlgorithmChoice c = normalized(a);
-  std::lock_guard lock(mutex);
-  CommNote* note = note_of(comm);
-  const int k = size_class(total_bytes);
-  if (note == nullptr || !note->said.insert({k, key_of(c)}).second) return;
-  say("agx: " + std::string(function) + " on " + comm_label(comm, note->id) + ", " +
-      class_text(k) + " gathered per rank: " + row_name(c));
+  if (!verbose() || a.id == Algorithm::automatic) return;
+  announce_ran(prepare_announcement(comm, function, total_bytes), a);
 }
 
 void announce_passthrough(MPI_Comm comm, const char* function, const char* why) {

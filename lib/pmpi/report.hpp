@@ -42,9 +42,25 @@ void record_encoded();
 
 /// AGX_VERBOSE: on the communicator's rank 0, names the algorithm with its parameters
 /// ("bruck:k=4", agx::full_name) the first time it runs for this communicator and size
-/// class (power-of-two bucket of the bytes gathered per rank).
+/// class (power-of-two bucket of the bytes gathered per rank). Nothing for `automatic`
+/// (an algorithm not chosen yet).
 void announce(MPI_Comm comm, const char* function, const AlgorithmChoice& a,
               std::size_t total_bytes);
+
+/// An AGX_VERBOSE line made at a start whose algorithm is chosen later (a set-up still
+/// in flight, an encoded call): all of it but the algorithm, so that announce_ran can say
+/// it at the completion without touching the communicator, which the user may have
+/// freed by then. Empty (says nothing) unless AGX_VERBOSE is set and this is the
+/// communicator's rank 0.
+struct Announcement {
+  std::string prefix;
+  int comm_id = 0;
+  int size_class = 0;
+};
+Announcement prepare_announcement(MPI_Comm comm, const char* function, std::size_t total_bytes);
+/// Says `line` with the algorithm that ran, the first time for its communicator, size
+/// class and algorithm (as announce).
+void announce_ran(const Announcement& line, const AlgorithmChoice& a);
 
 /// AGX_VERBOSE: on the communicator's rank 0, says once per communicator why its
 /// calls go to the MPI library.

@@ -48,6 +48,8 @@ def matches(want, reported):
         return [f"the interposer reported '{reported}', which does not parse: {e}"]
     if got[1] != 0 and ":" not in reported:
         return [f"the interposer reported '{reported}' without its radix"]
+    if got[0] == "auto":
+        return ["the interposer reported 'auto', which is not an algorithm that ran"]
     if want is None or want[0] == "auto":  # (None: an invalid AGX_ALGO, warned of)
         return []
     if got != want:
@@ -87,11 +89,14 @@ def check_output(opts, np, out):
                 problems.append(f"agx served {served} calls, expected {opts.calls_per_rank} on "
                                 f"each of {np} ranks")
     if opts.expect_verbose:
-        said = re.findall(r"^agx: MPI_Allgather on MPI_COMM_WORLD \(%d ranks?\), .*: (\S+)$" % np, out, re.M)
-        if not said:
-            problems.append("no AGX_VERBOSE line for MPI_Allgather on MPI_COMM_WORLD")
-        for name in said:
-            problems += matches(opts.choice, name)
+        # Every line that names an algorithm, of any call on any communicator; at least
+        # one of them on MPI_COMM_WORLD.
+        said = re.findall(r"^agx: (MPI_\w+) on (.*) \(\d+ ranks?\), .* gathered per rank: (\S+)$",
+                          out, re.M)
+        if not any(comm == "MPI_COMM_WORLD" for _, comm, _ in said):
+            problems.append("no AGX_VERBOSE line naming an algorithm on MPI_COMM_WORLD")
+        for function, comm, name in said:
+            problems += [f"{function} on {comm}: {p}" for p in matches(opts.choice, name)]
     if opts.expect_warnings is not None:
         n = len(re.findall(r"^agx: warning:", out, re.M))
         if n != opts.expect_warnings:
