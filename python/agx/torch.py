@@ -72,6 +72,13 @@ def _create(options, pg_options):
     ranks = list(options.global_ranks_in_group)
     if not ranks:
         return ProcessGroupAgx.create_world(options.group_rank, options.group_size)
+    # A group of a default group of another backend: its ranks are MPI_COMM_WORLD's, which
+    # holds only where torch numbers the processes as MPI does.
+    default = dist.distributed_c10d._get_default_group()
+    if not isinstance(default, ProcessGroupAgx) and dist.get_rank() != MPI.COMM_WORLD.rank:
+        raise RuntimeError(
+            f"agx.torch: torch rank {dist.get_rank()} is MPI rank {MPI.COMM_WORLD.rank}: an "
+            f"agx group of a {dist.get_backend()} default group needs torch's ranks to be MPI's")
     return ProcessGroupAgx.create_group(ranks, options.group_rank)
 
 
@@ -84,6 +91,12 @@ def calls(group=None):
 def last_algorithm(group=None):
     """The algorithm, with its parameters, of the group's last all-gather."""
     return _agx_group(group).last_algorithm()
+
+
+def last_way(group=None):
+    """Where the group's last all-gather wrote: "direct" (into the output tensors where
+    they are), "in place" or "staging" (a staging buffer, then copies)."""
+    return _agx_group(group).last_way()
 
 
 def _agx_group(group):

@@ -23,5 +23,7 @@ PYBIND11_MODULE(_torch, m) {
       .def("calls", &agx::torch::ProcessGroup::calls,
            "Calls served so far, by operation name")
       .def("last_algorithm", &agx::torch::ProcessGroup::last_algorithm,
-           "The algorithm, with its parameters, of the last all-gather");
+           "The algorithm, with its parameters, of the last all-gather")
+      .def("last_way", &agx::torch::ProcessGroup::last_way,
+           "Where the last all-gather wrote: direct, in place or staging");
 }

@@ -51,8 +51,9 @@ std::size_t nbytes(const at::Tensor& t) {
 }
 
 int int_count(std::size_t n, const char* what) {
-  TORCH_CHECK(n <= static_cast<std::size_t>(INT_MAX), "agx: ", what, ": ", n,
-              " elements exceed what one call of the MPI library takes (2^31 - 1)");
+  TORCH_CHECK(n <= static_cast<std::size_t>(INT_MAX), "agx: ", what, ": a count of ", n,
+              " exceeds what one call of the MPI library takes (2^31 - 1 elements, or bytes "
+              "for the calls that move bytes)");
   return static_cast<int>(n);
 }
 
@@ -174,10 +175,20 @@ struct Gather {
                         .view(outs[i].sizes()));
     }
   }
+  /// Where agx writes: "in place" (the input is this rank's output), "direct" (the
+  /// outputs where they are), "staging" (a staging buffer, then copies).
+  std::string way() const {
+    return staging.defined() ? "staging" : buffers.in_place ? "in place" : "direct";
+  }
   /// copy_out(), then the staging buffer goes back to the pool.
   void finish() {
     copy_out();
-    if (staging.defined() && pool) pool->give(std::move(staging));
+    if (!staging.defined() || !pool) return;
+    if (!staging.device().is_cpu()) {  // the copies are queued on the stream: let them run
+      c10::impl::VirtualGuardImpl guard(staging.device().type());
+      guard.synchronizeStream(guard.getStream(staging.device()));
+    }
+    pool->give(std::move(staging));
   }
 };
 
@@ -185,6 +196,7 @@ std::shared_ptr<Gather> plan_gather(const at::Tensor& input, const std::vector<a
                                     int rank, const std::shared_ptr<StagingPool>& pool) {
   auto g = std::make_shared<Gather>();
   g->input = input.contiguous();
+  ready_for_agx(g->input, "all-gather");  // device: the stream synchronized after the copy
   g->outs = outs;
   const std::size_t n = outs.size();
   g->bytes.resize(n);
@@ -252,7 +264,14 @@ c10::intrusive_ptr<ProcessGroup> ProcessGroup::create_world(int rank, int size) 
   TORCH_CHECK(rank >= 0 && rank < size, "agx: rank ", rank, " is outside the group of ", size);
   MPI_Comm comm = MPI_COMM_NULL;
   mpi_check(MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &comm), "MPI_Comm_split");
-  if (torch_world == MPI_COMM_NULL) mpi_check(MPI_Comm_dup(comm, &torch_world), "MPI_Comm_dup");
+  if (comm_rank(comm) != rank) {  // two processes with one torch rank
+    MPI_Comm_free(&comm);
+    TORCH_CHECK(false, "agx: torch rank ", rank, " is given to more than one process");
+  }
+  // The numbering of this default group is the one later groups use (a default group
+  // made again after destroy_process_group may number the ranks otherwise).
+  if (torch_world != MPI_COMM_NULL) MPI_Comm_free(&torch_world);
+  mpi_check(MPI_Comm_dup(comm, &torch_world), "MPI_Comm_dup");
   return c10::make_intrusive<ProcessGroup>(comm);
 }
 
@@ -285,11 +304,17 @@ ProcessGroup::ProcessGroup(MPI_Comm comm)
     : c10d::ProcessGroup(comm_rank(comm), comm_size(comm)),
       comm_(comm),
       staging_(std::make_shared<StagingPool>()) {
-  mpi_check(MPI_Comm_dup(comm_, &mpi_), "MPI_Comm_dup");
   check_ = check_from_environment();
-  // Sets agx up on the communicator now, while every rank makes the group (collective),
-  // so that the first all-gather is agx's and no start waits for another rank.
-  agx::choose_algorithm(comm_, agx::Layout::uniform(getSize(), 1));
+  try {
+    mpi_check(MPI_Comm_dup(comm_, &mpi_), "MPI_Comm_dup");
+    // Sets agx up on the communicator now, while every rank makes the group (collective),
+    // so that the first all-gather is agx's and no start waits for another rank.
+    agx::choose_algorithm(comm_, agx::Layout::uniform(getSize(), 1));
+  } catch (...) {  // (the destructor does not run for a constructor that throws)
+    if (mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
+    MPI_Comm_free(&comm_);
+    throw;
+  }
 }
 
 ProcessGroup::~ProcessGroup() {
@@ -300,16 +325,41 @@ ProcessGroup::~ProcessGroup() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
+void ProcessGroup::served(const char* what, const std::string& algorithm, const std::string& way) {
+  std::lock_guard lock(served_mutex_);
+  ++calls_[what];
+  if (!algorithm.empty()) {
+    last_algorithm_ = algorithm;
+    last_way_ = way;
+  }
+}
+
+std::map<std::string, std::uint64_t> ProcessGroup::calls() const {
+  std::lock_guard lock(served_mutex_);
+  return calls_;
+}
+
+std::string ProcessGroup::last_algorithm() const {
+  std::lock_guard lock(served_mutex_);
+  return last_algorithm_;
+}
+
+std::string ProcessGroup::last_way() const {
+  std::lock_guard lock(served_mutex_);
+  return last_way_;
+}
+
 void ProcessGroup::agree(const char* what, at::ScalarType type, std::int64_t count,
-                         const std::vector<std::int64_t>& expected) {
+                         const std::vector<std::int64_t>& expected, std::int64_t root) {
   if (!check_) return;
   const int n = getSize();
-  const std::size_t width = 3 + static_cast<std::size_t>(n);
+  const std::size_t width = 4 + static_cast<std::size_t>(n);
   std::vector<std::int64_t> mine(width, -1), all(width * static_cast<std::size_t>(n));
   mine[0] = static_cast<std::int64_t>(std::hash<std::string>{}(what) & 0x7fffffff);
   mine[1] = static_cast<std::int64_t>(type);
   mine[2] = count;
-  std::copy(expected.begin(), expected.end(), mine.begin() + 3);
+  mine[3] = root;
+  std::copy(expected.begin(), expected.end(), mine.begin() + 4);
   mpi_check(MPI_Allgather(mine.data(), static_cast<int>(width), MPI_INT64_T, all.data(),
                           static_cast<int>(width), MPI_INT64_T, mpi_),
             "MPI_Allgather (AGX_CHECK)");
@@ -317,6 +367,8 @@ void ProcessGroup::agree(const char* what, at::ScalarType type, std::int64_t cou
   for (int r = 0; r < n; ++r) {
     TORCH_CHECK(at(r, 0) == at(0, 0), "agx: ", what, ": rank ", r,
                 " makes another call than rank 0 (calls out of order)");
+    TORCH_CHECK(at(r, 3) == at(0, 3), "agx: ", what, ": rank ", r, " names root ", at(r, 3),
+                ", rank 0 root ", at(0, 3));
     TORCH_CHECK_TYPE(at(r, 1) == at(0, 1), "agx: ", what, ": rank ", r, " passes ",
                      c10::toString(static_cast<at::ScalarType>(at(r, 1))), ", rank 0 ",
                      c10::toString(static_cast<at::ScalarType>(at(0, 1))));
@@ -328,8 +380,8 @@ void ProcessGroup::agree(const char* what, at::ScalarType type, std::int64_t cou
       continue;
     }
     for (int i = 0; i < n; ++i)
-      TORCH_CHECK(at(r, 3 + static_cast<std::size_t>(i)) == at(i, 2), "agx: ", what, ": rank ", r,
-                  "'s output for rank ", i, " holds ", at(r, 3 + static_cast<std::size_t>(i)),
+      TORCH_CHECK(at(r, 4 + static_cast<std::size_t>(i)) == at(i, 2), "agx: ", what, ": rank ", r,
+                  "'s output for rank ", i, " holds ", at(r, 4 + static_cast<std::size_t>(i)),
                   " elements, but rank ", i, " sends ", at(i, 2));
   }
 }
@@ -360,8 +412,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather(
   agree(what, in.scalar_type(), in.numel(), expected);
   auto g = plan_gather(in, outs, getRank(), staging_);
   agx::Request request = agx::start_allgather_bytes(comm_, g->buffers, g->layout());
-  last_algorithm_ = agx::full_name(request.choice());
-  ++calls_[what];
+  served(what, agx::full_name(request.choice()), g->way());
   std::vector<at::Tensor> keep{g->input};
   if (g->staging.defined()) keep.push_back(g->staging);
   return c10::make_intrusive<Work>(getRank(), c10d::OpType::ALLGATHER, "agx:all_gather",
@@ -387,8 +438,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::_allgather_base(at::Tensor& output,
   for (std::int64_t i = 0; i < n; ++i) chunks.push_back(flat.narrow(0, i * k, k));
   auto g = plan_gather(input, chunks, getRank(), staging_);
   agx::Request request = agx::start_allgather_bytes(comm_, g->buffers, g->layout());
-  last_algorithm_ = agx::full_name(request.choice());
-  ++calls_[what];
+  served(what, agx::full_name(request.choice()), g->way());
   std::vector<at::Tensor> keep{g->input, dense};
   if (g->staging.defined()) keep.push_back(g->staging);
   const bool copy_back = !dense.is_same(output);
@@ -408,13 +458,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_coalesced(
   const char* what = "all_gather_coalesced";
   TORCH_CHECK(outputs.size() == inputs.size(), "agx: ", what, ": ", inputs.size(),
               " inputs but ", outputs.size(), " output lists");
+  agree(what, at::kByte, static_cast<std::int64_t>(inputs.size()));  // as many lists everywhere
   auto gathers = std::make_shared<std::vector<std::shared_ptr<Gather>>>();
   std::vector<agx::FusedPart> parts;
   std::vector<at::Tensor> keep, results;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const at::Tensor& in = inputs[k];
     auto& outs = outputs[k];
-    ready_for_agx(in, what);
+    TORCH_CHECK(in.device().is_cpu(), "agx: ", what, " of a tensor on ", in.device(),
+                ": agx's fused all-gather takes host buffers (all_gather takes device tensors)");
     TORCH_CHECK(outs.size() == static_cast<std::size_t>(getSize()), "agx: ", what,
                 ": output list ", k, " has ", outs.size(), " tensors, the group has ", getSize(),
                 " ranks");
@@ -435,10 +487,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allgather_coalesced(
     gathers->push_back(std::move(g));
   }
   agx::FusedRequest request = agx::start_fused_allgather_bytes(comm_, parts);
-  last_algorithm_ = std::string(agx::to_string(request.algorithm())) + " (" +
-                    agx::to_string(request.way()) + ", " + std::to_string(request.calls()) +
-                    (request.calls() == 1 ? " call)" : " calls)");
-  ++calls_[what];
+  std::string ways;
+  for (const auto& g : *gathers) {
+    if (!ways.empty()) ways.push_back(',');
+    ways.append(g->way());
+  }
+  served(what,
+         std::string(agx::to_string(request.algorithm())) + " (" + agx::to_string(request.way()) +
+             ", " + std::to_string(request.calls()) + (request.calls() == 1 ? " call)" : " calls)"),
+         ways);
   return c10::make_intrusive<Work>(getRank(), c10d::OpType::ALLGATHER_COALESCED,
                                    "agx:all_gather_coalesced", pending(std::move(request)),
                                    std::move(keep), std::move(results),
@@ -455,7 +512,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::mpi_work(c10d::OpType type, const c
                                                       std::vector<at::Tensor> keep,
                                                       std::vector<at::Tensor> outputs,
                                                       std::function<void()> finish) {
-  ++calls_[what];
+  served(what);
   return c10::make_intrusive<Work>(getRank(), type, what, pending(std::move(requests), what),
                                    std::move(keep), std::move(outputs), std::move(finish));
 }
@@ -497,13 +554,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor>& 
   host_only(tensors[0], what);
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
               opts.rootRank, " is outside the group of ", getSize());
-  agree(what, tensors[0].scalar_type(), tensors[0].numel());
+  agree(what, tensors[0].scalar_type(), tensors[0].numel(), {}, opts.rootRank);
   Dense d(tensors[0]);
   std::vector<MPI_Request> req(1);
   mpi_check(MPI_Ibcast(d.work.data_ptr(), int_count(nbytes(d.work), what), MPI_BYTE,
                        static_cast<int>(opts.rootRank), mpi_, req.data()),
             "MPI_Ibcast");
-  return mpi_work(c10d::OpType::BROADCAST, what, std::move(req), {d.work}, tensors, d.copy_back());
+  // (the root's tensor is only read: nothing to copy back there)
+  return mpi_work(c10d::OpType::BROADCAST, what, std::move(req), {d.work}, tensors,
+                  getRank() == opts.rootRank ? std::function<void()>{} : d.copy_back());
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
@@ -526,19 +585,30 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor>& 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   const char* what = "all_reduce_coalesced";
-  std::vector<MPI_Request> req(tensors.size());
+  // Every tensor checked (and agreed) before the first request is posted: a check that
+  // throws must leave nothing running over the dense copies.
+  agree(what, at::kByte, static_cast<std::int64_t>(tensors.size()));  // as many tensors everywhere
+  std::vector<MPI_Datatype> types;
+  std::vector<MPI_Op> ops;
+  std::vector<int> counts;
+  for (const auto& t : tensors) {
+    host_only(t, what);
+    types.push_back(reduce_type(t.scalar_type()));
+    ops.push_back(reduce_op(opts.reduceOp, t.scalar_type(), what));
+    counts.push_back(int_count(static_cast<std::size_t>(t.numel()), what));
+    agree(what, t.scalar_type(), t.numel());
+  }
+  std::vector<MPI_Request> req(tensors.size(), MPI_REQUEST_NULL);
   std::vector<at::Tensor> keep;
   std::vector<std::function<void()>> backs;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    host_only(tensors[i], what);
-    const MPI_Datatype type = reduce_type(tensors[i].scalar_type());
-    const MPI_Op op = reduce_op(opts.reduceOp, tensors[i].scalar_type(), what);
-    agree(what, tensors[i].scalar_type(), tensors[i].numel());
     Dense d(tensors[i]);
-    mpi_check(MPI_Iallreduce(MPI_IN_PLACE, d.work.data_ptr(),
-                             int_count(static_cast<std::size_t>(d.work.numel()), what), type, op,
-                             mpi_, &req[i]),
-              "MPI_Iallreduce");
+    const int rc = MPI_Iallreduce(MPI_IN_PLACE, d.work.data_ptr(), counts[i], types[i], ops[i],
+                                  mpi_, &req[i]);
+    if (rc != MPI_SUCCESS) {  // the posted ones end before their buffers go
+      MPI_Waitall(static_cast<int>(i), req.data(), MPI_STATUSES_IGNORE);
+      mpi_check(rc, "MPI_Iallreduce");
+    }
     keep.push_back(d.work);
     if (auto b = d.copy_back()) backs.push_back(std::move(b));
   }
@@ -557,7 +627,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce(std::vector<at::Tensor>& ten
               opts.rootRank, " is outside the group of ", getSize());
   const MPI_Datatype type = reduce_type(tensors[0].scalar_type());
   const MPI_Op op = reduce_op(opts.reduceOp, tensors[0].scalar_type(), what);
-  agree(what, tensors[0].scalar_type(), tensors[0].numel());
+  agree(what, tensors[0].scalar_type(), tensors[0].numel(), {}, opts.rootRank);
   Dense d(tensors[0]);
   const bool root = getRank() == opts.rootRank;
   std::vector<MPI_Request> req(1);
@@ -593,7 +663,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::gather(std::vector<std::vector<at::
     TORCH_CHECK(outputs.empty() || outputs[0].empty(), "agx: ", what,
                 ": only the root passes output tensors");
   }
-  agree(what, in.scalar_type(), in.numel());
+  agree(what, in.scalar_type(), in.numel(), {}, opts.rootRank);
   at::Tensor staging = root ? at::empty({getSize() * in.numel()}, in.options()) : at::Tensor();
   const int count = int_count(nbytes(in), what);
   std::vector<MPI_Request> req(1);
@@ -629,7 +699,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::scatter(std::vector<at::Tensor>& ou
     TORCH_CHECK(inputs.empty() || inputs[0].empty(), "agx: ", what,
                 ": only the root passes input tensors");
   }
-  agree(what, outputs[0].scalar_type(), outputs[0].numel());
+  agree(what, outputs[0].scalar_type(), outputs[0].numel(), {}, opts.rootRank);
   Dense d(outputs[0]);
   const int count = int_count(nbytes(d.work), what);
   std::vector<MPI_Request> req(1);
@@ -725,15 +795,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall_base(at::Tensor& output, a
                 "rows than the ", name, " has");
     return std::make_pair(c, o);
   };
+  // The counts and displacements MPI reads until the call ends: held by the work.
+  auto hold = std::make_shared<std::vector<std::vector<int>>>();
   auto [sc, sd] = counts(in, input_splits, "input");
   auto [rc, rd] = counts(d.work, output_splits, "output");
+  *hold = {std::move(sc), std::move(sd), std::move(rc), std::move(rd)};
+  auto& h = *hold;
   agree(what, input.scalar_type(), 0);
   std::vector<MPI_Request> req(1);
-  mpi_check(MPI_Ialltoallv(in.data_ptr(), sc.data(), sd.data(), MPI_BYTE, d.work.data_ptr(),
-                           rc.data(), rd.data(), MPI_BYTE, mpi_, req.data()),
+  mpi_check(MPI_Ialltoallv(in.data_ptr(), h[0].data(), h[1].data(), MPI_BYTE, d.work.data_ptr(),
+                           h[2].data(), h[3].data(), MPI_BYTE, mpi_, req.data()),
             "MPI_Ialltoallv");
-  auto hold = std::make_shared<std::vector<std::vector<int>>>(
-      std::vector<std::vector<int>>{sc, sd, rc, rd});  // MPI reads them until it ends
   auto back = d.copy_back();
   return mpi_work(c10d::OpType::ALLTOALL_BASE, what, std::move(req), {in, d.work}, {output},
                   [hold, back] {
@@ -770,12 +842,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor>& o
     r_at += nbytes(outputs[u]);
   }
   agree(what, inputs[0].scalar_type(), 0);
-  std::vector<MPI_Request> req(1);
-  mpi_check(MPI_Ialltoallv(send.data_ptr(), sc.data(), sd.data(), MPI_BYTE, recv.data_ptr(),
-                           rc.data(), rd.data(), MPI_BYTE, mpi_, req.data()),
-            "MPI_Ialltoallv");
+  // The counts and displacements MPI reads until the call ends: held by the work.
   auto hold = std::make_shared<std::vector<std::vector<int>>>(
-      std::vector<std::vector<int>>{sc, sd, rc, rd});
+      std::vector<std::vector<int>>{std::move(sc), std::move(sd), std::move(rc), std::move(rd)});
+  auto& h = *hold;
+  std::vector<MPI_Request> req(1);
+  mpi_check(MPI_Ialltoallv(send.data_ptr(), h[0].data(), h[1].data(), MPI_BYTE, recv.data_ptr(),
+                           h[2].data(), h[3].data(), MPI_BYTE, mpi_, req.data()),
+            "MPI_Ialltoallv");
   auto into = scatter_into(outputs, recv);
   return mpi_work(c10d::OpType::ALLTOALL, what, std::move(req), {send, recv}, outputs,
                   [hold, into] { into(); });
@@ -823,6 +897,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::recvAnysource(std::vector<at::Tenso
 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::barrier(const c10d::BarrierOptions&) {
   const char* what = "barrier";
+  agree(what, at::kByte, 0);
   std::vector<MPI_Request> req(1);
   mpi_check(MPI_Ibarrier(mpi_, req.data()), "MPI_Ibarrier");
   return mpi_work(c10d::OpType::BARRIER, what, std::move(req), {}, {});

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -82,9 +83,12 @@ class ProcessGroup final : public c10d::ProcessGroup {
 
   /// Calls served so far, by operation ("all_gather", "all_gather_into_tensor",
   /// "all_gather_coalesced" by agx; the others by the MPI library).
-  const std::map<std::string, std::uint64_t>& calls() const { return calls_; }
+  std::map<std::string, std::uint64_t> calls() const;
   /// The algorithm (with its parameters) of the last all-gather agx ran.
-  const std::string& last_algorithm() const { return last_algorithm_; }
+  std::string last_algorithm() const;
+  /// Where the last all-gather wrote: "direct" (into the outputs where they are),
+  /// "in place", "staging" (a staging buffer, then copies); one per list when coalesced.
+  std::string last_way() const;
 
  private:
   c10::intrusive_ptr<c10d::Work> mpi_work(c10d::OpType type, const char* what,
@@ -96,7 +100,9 @@ class ProcessGroup final : public c10d::ProcessGroup {
   /// rank naming the first disagreement. `expected`, when not empty, is what this rank
   /// expects every rank's count to be (all-gather); else every count must be equal.
   void agree(const char* what, at::ScalarType type, std::int64_t count,
-             const std::vector<std::int64_t>& expected = {});
+             const std::vector<std::int64_t>& expected = {}, std::int64_t root = -1);
+  /// Counts a served call (and, for agx's all-gathers, what ran and how it wrote).
+  void served(const char* what, const std::string& algorithm = {}, const std::string& way = {});
 
   MPI_Comm comm_ = MPI_COMM_NULL;  // agx's all-gathers
   MPI_Comm mpi_ = MPI_COMM_NULL;   // the MPI library's operations (a duplicate)
@@ -104,8 +110,9 @@ class ProcessGroup final : public c10d::ProcessGroup {
   // Staging buffers of list all-gathers whose outputs are separate tensors, reused from
   // call to call (a fresh large buffer costs its page faults at every call).
   std::shared_ptr<StagingPool> staging_;
+  mutable std::mutex served_mutex_;  // calls_, last_*: read from any Python thread
   std::map<std::string, std::uint64_t> calls_;
-  std::string last_algorithm_;
+  std::string last_algorithm_, last_way_;
 };
 
 }  // namespace agx::torch

@@ -63,8 +63,14 @@ class MpiPending final : public Pending {
     if (!statuses_.empty()) source_ = statuses_.front().MPI_SOURCE;
     r_.clear();
   }
-  void check(int rc) const {
+  void check(int rc) const {  // (statuses_ hold the errors of MPI_ERR_IN_STATUS)
     if (rc == MPI_SUCCESS) return;
+    if (rc == MPI_ERR_IN_STATUS)  // the request that failed says why
+      for (const MPI_Status& st : statuses_)
+        if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING) {
+          rc = st.MPI_ERROR;
+          break;
+        }
     char text[MPI_MAX_ERROR_STRING];
     int len = 0, cls = MPI_ERR_OTHER;
     MPI_Error_string(rc, text, &len);
@@ -110,7 +116,7 @@ Work::~Work() {
   // agx::Request does), without the GIL.
   try {
     if (!ended_ && pending_) {
-      if (PyGILState_Check()) {
+      if (Py_IsInitialized() && PyGILState_Check()) {
         pybind11::gil_scoped_release nogil;
         pending_.reset();
       }
@@ -121,7 +127,12 @@ Work::~Work() {
 }
 
 void Work::advance(bool block) {
-  std::lock_guard lock(progress_);
+  std::unique_lock lock(progress_, std::defer_lock);
+  if (block) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return;  // another thread waits for it: is_completed() does not block
+  }
   if (ended_) return;
   std::exception_ptr failure;
   try {
@@ -176,7 +187,7 @@ bool Work::wait(std::chrono::milliseconds timeout) {
       std::this_thread::yield();
     }
   };
-  if (PyGILState_Check()) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
     pybind11::gil_scoped_release nogil;
     run();
   } else {

@@ -35,3 +35,17 @@ def test_agreeing_calls_still_run(rank, size):
     out = torch.empty(size * 2)
     dist.all_gather_into_tensor(out, torch.full((2,), float(rank)))
     assert torch.equal(out, torch.arange(size, dtype=torch.float32).repeat_interleave(2))
+
+
+def test_roots_that_disagree(rank, size):
+    assert size >= 2, "run at 2 ranks or more"
+    with pytest.raises(RuntimeError, match="agx: broadcast: rank 1 names root 1, rank 0 root 0"):
+        dist.broadcast(torch.zeros(3), src=0 if rank == 0 else 1)
+
+
+def test_coalesced_lists_that_disagree(rank, size):
+    assert size >= 2, "run at 2 ranks or more"
+    k = 1 if rank == 0 else 2
+    with pytest.raises(RuntimeError, match="agx: all_gather_coalesced: rank 1 passes 2 elements, rank 0 passes 1"):
+        dist.all_gather_coalesced([[torch.empty(2) for _ in range(size)] for _ in range(k)],
+                                  [torch.zeros(2) for _ in range(k)])

@@ -73,18 +73,26 @@ def test_all_gather_into_chunks_of_one_tensor(rank, size):
     outs = list(whole.chunk(size))
     dist.all_gather(outs, block(rank, (10,), torch.float32))
     assert torch.equal(whole, torch.cat([block(i, (10,), torch.float32) for i in range(size)]))
+    assert agx.torch.last_way() == "direct"
+    # Separate tensors: through the staging buffer (one tensor alone is written directly).
+    outs = [torch.empty(10) for _ in range(size)]
+    dist.all_gather(outs, block(rank, (10,), torch.float32))
+    assert agx.torch.last_way() == ("staging" if size > 1 else "direct")
+    assert torch.equal(torch.cat(outs), torch.cat([block(i, (10,), torch.float32) for i in range(size)]))
 
 
 def test_all_gather_into_tensor_shapes_and_in_place(rank, size):
     out = torch.empty((size, 2, 3), dtype=torch.float64)
     dist.all_gather_into_tensor(out, block(rank, (2, 3), torch.float64))
     assert torch.equal(out, torch.stack([block(i, (2, 3), torch.float64) for i in range(size)]))
+    assert agx.torch.last_way() == "direct"
     # In place: the input is this rank's chunk of the output (FSDP's flat parameter).
     flat = torch.full((size * 9,), -1.0)
     mine = flat.narrow(0, rank * 9, 9)
     mine.copy_(block(rank, (9,), torch.float32))
     dist.all_gather_into_tensor(flat, mine)
     assert torch.equal(flat, torch.cat([block(i, (9,), torch.float32) for i in range(size)]))
+    assert agx.torch.last_way() == "in place"
 
 
 def test_non_contiguous_input_and_output(rank, size):
@@ -205,3 +213,16 @@ def test_wait_releases_the_gil(rank, size):
         inside = [t for t in stamps if begin + 0.05 < t < end - 0.05]
         assert end - begin > 0.2, "the wait did not wait for rank 0"
         assert len(inside) >= 5, f"no Python thread ran during wait(): {len(inside)} ticks"
+
+
+def test_async_list_form_copies_out_on_completion(rank, size):
+    # Separate output tensors: agx gathers into a staging buffer; the copies into the
+    # outputs happen when the work completes (wait or is_completed), not before.
+    outs = [torch.full((4096,), -1.0) for _ in range(size)]
+    work = dist.all_gather(outs, block(rank, (4096,), torch.float32), async_op=True)
+    assert agx.torch.last_way() == ("staging" if size > 1 else "direct")
+    while not work.is_completed():
+        pass
+    for i in range(size):
+        assert torch.equal(outs[i], block(i, (4096,), torch.float32))
+    assert work.wait()
