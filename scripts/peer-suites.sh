@@ -41,7 +41,7 @@ export_tree() {
 report() {
   local name=$1 out=$2 verdict served passed
   verdict=$(echo "$out" | { grep -E "No Errors|^OK|FAILED|Found [0-9]+ errors|ERROR" || true; } | head -1 | sed 's/^ *//')
-  served=$(echo "$out" | awk '/agx summary: [a-z_]+ +[0-9]/ && $3 != "passed-to-MPI" {s += $4} END {print s + 0}')
+  served=$(echo "$out" | awk '/agx summary: [a-z_:=0-9]+ +[0-9]/ {s += $4} END {print s + 0}')  # (rows: bruck:k=2 ...)
   passed=$(echo "$out" | awk '/agx summary: passed-to-MPI/ {print $4}')
   [ -z "$verdict" ] && echo "$out" | grep -q "Benchmarking" && verdict="ran"  # IMB: no verdict line
   echo "$name: ${verdict:-no verdict} | agx served $served, passed to the MPI library ${passed:-?}"
