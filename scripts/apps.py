@@ -110,7 +110,7 @@ def run(cmd, np, work, preload):
 
 def served(out):
     """AGX_SUMMARY's rows in a few words."""
-    rows = re.findall(r"^agx summary: (\w+)\s+(\d+)", out, re.M)
+    rows = re.findall(r"^agx summary: (\S+)\s+(\d+)", out, re.M)  # (rows such as bruck:k=2)
     calls = ", ".join(f"{name} {n}" for name, n in rows if name != "passed")
     passed = re.search(r"^agx summary: passed-to-MPI\s+(\d+)", out, re.M)
     alloc = re.search(r"MPI_Alloc_mem served by agx in (\d+) calls \(([\d.]+) MiB\), by the MPI library in (\d+)", out)
