@@ -21,7 +21,6 @@ addition is not associative (the all-gathers themselves are exact). Each run che
 result against a serial computation of the same block (1e-5 relative).
 """
 import argparse
-import statistics
 import sys
 import time
 
@@ -29,7 +28,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.nn.functional as dfn
 
-import agx.torch
+import both  # examples/torch/both.py: agx and gloo, losses compared
 
 
 class TensorParallelMLP(torch.nn.Module):
@@ -88,33 +87,16 @@ def main():
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--backend", choices=["both", "agx", "gloo"], default="both")
     args = p.parse_args()
-    dist.init_process_group("gloo" if args.backend == "gloo" else "agx")
-    rank, size = dist.get_rank(), dist.get_world_size()
+    title = (f"tensor-parallel MLP, N={{size}}, batch {args.batch}, hidden {args.hidden}, "
+             f"ffn {4 * args.hidden}, {args.steps} steps")
+    return both.run(args.backend, title, train_checked, args)
+
+
+def train_checked(group, args):
+    size = dist.get_world_size(group)
     if (4 * args.hidden) % size:
         raise SystemExit(f"4 * hidden = {4 * args.hidden} must be divisible by {size} ranks")
-    groups = {args.backend: dist.group.WORLD} if args.backend != "both" else {
-        "agx": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
-    results = {name: train(g, args) for name, g in groups.items()}
-    status = 0
-    if rank == 0:
-        print(f"tensor-parallel MLP, N={size}, batch {args.batch}, hidden {args.hidden}, "
-              f"ffn {4 * args.hidden}, {args.steps} steps")
-        for name, (losses, times) in results.items():
-            print(f"  {name:5s} losses {' '.join(f'{v:.9g}' for v in losses)}  "
-                  f"median step {1e3 * statistics.median(times):.3f} ms")
-    if len(results) == 2:
-        a, g = results["agx"][0], results["gloo"][0]
-        same = a == g
-        rel = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(a, g))
-        if rank == 0:
-            print(f"  losses identical bit for bit: {'yes' if same else 'no'} "
-                  f"(largest relative difference {rel:.3g})")
-        if not same and (size <= 2 or rel > 1e-6):
-            status = 1
-            if rank == 0:
-                print("  FAIL: the losses differ beyond what the summation order explains")
-    dist.destroy_process_group()
-    return status
+    return train(group, args)
 
 
 if __name__ == "__main__":

@@ -20,14 +20,13 @@ more than 1e-6 relative (the all_reduce of the gradients adds in another order; 
 gathers are exact). Each run first checks one gathered layer against the full weights.
 """
 import argparse
-import statistics
 import sys
 import time
 
 import torch
 import torch.distributed as dist
 
-import agx.torch
+import both  # examples/torch/both.py: agx and gloo, losses compared
 
 
 def layer_params(layer, hidden):
@@ -108,31 +107,9 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--backend", choices=["both", "agx", "gloo"], default="both")
     args = p.parse_args()
-    dist.init_process_group("gloo" if args.backend == "gloo" else "agx")
-    rank, size = dist.get_rank(), dist.get_world_size()
-    groups = {args.backend: dist.group.WORLD} if args.backend != "both" else {
-        "agx": dist.group.WORLD, "gloo": dist.new_group(backend="gloo")}
-    results = {name: train(g, args) for name, g in groups.items()}
-    status = 0
-    if rank == 0:
-        print(f"ZeRO-3 layer loop, N={size}, {args.layers} layers of {args.hidden}x"
-              f"{args.hidden}, batch {args.batch} per rank, {args.steps} steps")
-        for name, (losses, times) in results.items():
-            print(f"  {name:5s} losses {' '.join(f'{v:.9g}' for v in losses)}  "
-                  f"median step {1e3 * statistics.median(times):.3f} ms")
-    if len(results) == 2:
-        a, g = results["agx"][0], results["gloo"][0]
-        same = a == g
-        rel = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(a, g))
-        if rank == 0:
-            print(f"  losses identical bit for bit: {'yes' if same else 'no'} "
-                  f"(largest relative difference {rel:.3g})")
-        if not same and (size <= 2 or rel > 1e-6):
-            status = 1
-            if rank == 0:
-                print("  FAIL: the losses differ beyond what the summation order explains")
-    dist.destroy_process_group()
-    return status
+    title = (f"ZeRO-3 layer loop, N={{size}}, {args.layers} layers of {args.hidden}x"
+             f"{args.hidden}, batch {args.batch} per rank, {args.steps} steps")
+    return both.run(args.backend, title, train, args)
 
 
 if __name__ == "__main__":

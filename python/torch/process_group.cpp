@@ -529,6 +529,18 @@ struct Dense {
   }
 };
 
+/// The one host tensor of a call of the MPI library's.
+const at::Tensor& one_host_tensor(const std::vector<at::Tensor>& tensors, const char* what) {
+  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor per process");
+  host_only(tensors[0], what);
+  return tensors[0];
+}
+
+void check_root(std::int64_t root, int size, const char* what) {
+  TORCH_CHECK(root >= 0 && root < size, "agx: ", what, ": root ", root,
+              " is outside the group of ", size);
+}
+
 at::Tensor flat_cat(const std::vector<at::Tensor>& ts) {
   std::vector<at::Tensor> flat;
   for (const auto& t : ts) flat.push_back(t.reshape({-1}));
@@ -550,10 +562,8 @@ std::function<void()> scatter_into(std::vector<at::Tensor> outs, at::Tensor from
 c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor>& tensors,
                                                        const c10d::BroadcastOptions& opts) {
   const char* what = "broadcast";
-  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor per process");
-  host_only(tensors[0], what);
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
-              opts.rootRank, " is outside the group of ", getSize());
+  one_host_tensor(tensors, what);
+  check_root(opts.rootRank, getSize(), what);
   agree(what, tensors[0].scalar_type(), tensors[0].numel(), {}, opts.rootRank);
   Dense d(tensors[0]);
   std::vector<MPI_Request> req(1);
@@ -568,8 +578,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::broadcast(std::vector<at::Tensor>& 
 c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce(std::vector<at::Tensor>& tensors,
                                                        const c10d::AllreduceOptions& opts) {
   const char* what = "all_reduce";
-  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor per process");
-  host_only(tensors[0], what);
+  one_host_tensor(tensors, what);
   const MPI_Datatype type = reduce_type(tensors[0].scalar_type());
   const MPI_Op op = reduce_op(opts.reduceOp, tensors[0].scalar_type(), what);
   agree(what, tensors[0].scalar_type(), tensors[0].numel());
@@ -621,10 +630,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroup::reduce(std::vector<at::Tensor>& tensors,
                                                     const c10d::ReduceOptions& opts) {
   const char* what = "reduce";
-  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor per process");
-  host_only(tensors[0], what);
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
-              opts.rootRank, " is outside the group of ", getSize());
+  one_host_tensor(tensors, what);
+  check_root(opts.rootRank, getSize(), what);
   const MPI_Datatype type = reduce_type(tensors[0].scalar_type());
   const MPI_Op op = reduce_op(opts.reduceOp, tensors[0].scalar_type(), what);
   agree(what, tensors[0].scalar_type(), tensors[0].numel(), {}, opts.rootRank);
@@ -645,8 +652,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::gather(std::vector<std::vector<at::
   const char* what = "gather";
   TORCH_CHECK(inputs.size() == 1, "agx: ", what, " takes one input tensor per process");
   host_only(inputs[0], what);
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
-              opts.rootRank, " is outside the group of ", getSize());
+  check_root(opts.rootRank, getSize(), what);
   const bool root = getRank() == opts.rootRank;
   const at::Tensor in = inputs[0].contiguous();
   std::vector<at::Tensor> outs;
@@ -682,8 +688,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::scatter(std::vector<at::Tensor>& ou
   const char* what = "scatter";
   TORCH_CHECK(outputs.size() == 1, "agx: ", what, " takes one output tensor per process");
   host_only(outputs[0], what);
-  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "agx: ", what, ": root ",
-              opts.rootRank, " is outside the group of ", getSize());
+  check_root(opts.rootRank, getSize(), what);
   const bool root = getRank() == opts.rootRank;
   at::Tensor staging;
   if (root) {
@@ -858,8 +863,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::alltoall(std::vector<at::Tensor>& o
 c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor>& tensors, int dst,
                                                   int tag) {
   const char* what = "send";
-  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor");
-  host_only(tensors[0], what);
+  one_host_tensor(tensors, what);
   const at::Tensor t = tensors[0].contiguous();
   std::vector<MPI_Request> req(1);
   mpi_check(MPI_Isend(t.data_ptr(), int_count(nbytes(t), what), MPI_BYTE, dst, tag, mpi_,
@@ -871,8 +875,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::send(std::vector<at::Tensor>& tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor>& tensors, int src,
                                                   int tag) {
   const char* what = "recv";
-  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor");
-  host_only(tensors[0], what);
+  one_host_tensor(tensors, what);
   Dense d(tensors[0]);
   std::vector<MPI_Request> req(1);
   mpi_check(MPI_Irecv(d.work.data_ptr(), int_count(nbytes(d.work), what), MPI_BYTE, src, tag,
@@ -884,8 +887,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroup::recv(std::vector<at::Tensor>& tenso
 c10::intrusive_ptr<c10d::Work> ProcessGroup::recvAnysource(std::vector<at::Tensor>& tensors,
                                                            int tag) {
   const char* what = "recv";
-  TORCH_CHECK(tensors.size() == 1, "agx: ", what, " takes one tensor");
-  host_only(tensors[0], what);
+  one_host_tensor(tensors, what);
   Dense d(tensors[0]);
   std::vector<MPI_Request> req(1);
   mpi_check(MPI_Irecv(d.work.data_ptr(), int_count(nbytes(d.work), what), MPI_BYTE,
