@@ -15,24 +15,16 @@ namespace agx::torch {
 
 namespace {
 
+/// An agx request or fused request (the same test/wait).
+template <class Request>
 class AgxPending final : public Pending {
  public:
-  explicit AgxPending(agx::Request r) : r_(std::move(r)) {}
+  explicit AgxPending(Request r) : r_(std::move(r)) {}
   bool test() override { return r_.test(); }
   void wait() override { r_.wait(); }
 
  private:
-  agx::Request r_;
-};
-
-class FusedPending final : public Pending {
- public:
-  explicit FusedPending(agx::FusedRequest r) : r_(std::move(r)) {}
-  bool test() override { return r_.test(); }
-  void wait() override { r_.wait(); }
-
- private:
-  agx::FusedRequest r_;
+  Request r_;
 };
 
 class MpiPending final : public Pending {
@@ -92,9 +84,11 @@ class Done final : public Pending {
 
 }  // namespace
 
-std::unique_ptr<Pending> pending(agx::Request r) { return std::make_unique<AgxPending>(std::move(r)); }
+std::unique_ptr<Pending> pending(agx::Request r) {
+  return std::make_unique<AgxPending<agx::Request>>(std::move(r));
+}
 std::unique_ptr<Pending> pending(agx::FusedRequest r) {
-  return std::make_unique<FusedPending>(std::move(r));
+  return std::make_unique<AgxPending<agx::FusedRequest>>(std::move(r));
 }
 std::unique_ptr<Pending> pending(std::vector<MPI_Request> r, const char* what) {
   return std::make_unique<MpiPending>(std::move(r), what);

@@ -186,33 +186,46 @@ def test_bad_input_raises_on_every_rank(rank, size):
 
 
 def test_wait_releases_the_gil(rank, size):
-    # Rank 0 starts its part 0.4 s late, so the others wait in Work.wait() that long; a
-    # Python thread must run meanwhile (it could not if wait() held the GIL).
+    # Rank 0 starts its part only once every other rank's Python thread has told it (an
+    # MPI message) that it ran while its main thread was inside Work.wait(): possible only
+    # if wait() released the GIL. Without that, rank 0 gives up after a hang guard of
+    # 60 s, starts anyway (so that nothing hangs) and the test fails. No timing is
+    # asserted: the order of events decides.
     import threading
     import time
-    stamps, stop = [], threading.Event()
-
-    def tick():
-        while not stop.is_set():
-            stamps.append(time.perf_counter())
-            time.sleep(0.005)
-
+    from mpi4py import MPI
+    world, tag = MPI.COMM_WORLD, 7301
     out = torch.empty(size * 4)
-    thread = threading.Thread(target=tick)
-    thread.start()
+    mine = torch.full((4,), float(rank))
+    want = torch.arange(size, dtype=torch.float32).repeat_interleave(4)
     if rank == 0:
-        time.sleep(0.4)
-    work = dist.all_gather_into_tensor(out, torch.full((4,), float(rank)), async_op=True)
-    begin = time.perf_counter()
-    work.wait()
-    end = time.perf_counter()
-    stop.set()
-    thread.join()
-    assert torch.equal(out, torch.arange(size, dtype=torch.float32).repeat_interleave(4))
-    if rank != 0:
-        inside = [t for t in stamps if begin + 0.05 < t < end - 0.05]
-        assert end - begin > 0.2, "the wait did not wait for rank 0"
-        assert len(inside) >= 5, f"no Python thread ran during wait(): {len(inside)} ticks"
+        told, guard = 0, time.monotonic() + 60
+        while told < size - 1 and time.monotonic() < guard:
+            if world.Iprobe(source=MPI.ANY_SOURCE, tag=tag):
+                world.recv(source=MPI.ANY_SOURCE, tag=tag)
+                told += 1
+        dist.all_gather_into_tensor(out, mine)
+        for _ in range(size - 1 - told):  # late ones (after their wait): collected, failed
+            world.recv(source=MPI.ANY_SOURCE, tag=tag)
+        assert told == size - 1, f"{size - 1 - told} rank(s) ran no Python thread in wait()"
+    else:
+        in_wait, finished, during = threading.Event(), threading.Event(), []
+
+        def tell():
+            in_wait.wait()
+            time.sleep(0.01)  # (well inside wait(): rank 0 has not started)
+            during.append(not finished.is_set())
+            world.send(True, dest=0, tag=tag)
+
+        work = dist.all_gather_into_tensor(out, mine, async_op=True)
+        thread = threading.Thread(target=tell)
+        thread.start()
+        in_wait.set()
+        work.wait()
+        finished.set()
+        thread.join()
+        assert during == [True], "the Python thread ran only after wait() returned"
+    assert torch.equal(out, want)
 
 
 def test_async_list_form_copies_out_on_completion(rank, size):
